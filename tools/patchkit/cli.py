@@ -1,0 +1,100 @@
+"""The command line: argparse, error tiers, exit codes, rendering. Nothing else lives here."""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+
+from . import __version__, apply as apply_mod, check as check_mod, miniature, patchset, render
+from .errors import ExitCode, UserError
+
+log = logging.getLogger("patchkit")
+
+
+def find_root(start: Path | None = None) -> Path:
+    """The project directory holding patches/: $PATCHKIT_ROOT, or up from cwd, or this package's repo."""
+    env = os.environ.get("PATCHKIT_ROOT")
+    if env:
+        return Path(env)
+    for d in [(start or Path.cwd()).resolve(), *(start or Path.cwd()).resolve().parents]:
+        if (d / "patches").is_dir() and (d / "tools" / "patchkit").is_dir():
+            return d
+    return Path(__file__).resolve().parents[2]
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="patchkit", description="Carry TensorRT-LLM fixes as versioned patch sets.")
+    p.add_argument("--version", action="version", version=f"patchkit {__version__}")
+    p.add_argument("--root", type=Path, help="project directory holding patches/ and waivers/")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("-v", "--verbose", action="store_true")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def target_cmd(name: str, help: str) -> argparse.ArgumentParser:
+        sp = sub.add_parser(name, help=help)
+        sp.add_argument("--target", required=True, help="patch set name: a directory under patches/")
+        sp.add_argument("--src", type=Path, required=True, help="the TensorRT-LLM checkout")
+        return sp
+
+    sp = target_cmd("apply", "apply a target's series as commits on its branch")
+    sp.add_argument("--url", help="clone from here when --src does not exist (default: the set's upstream)")
+    sp.add_argument("--threeway", action="store_true", help="merge drifted patches 3-way")
+    target_cmd("unapply", "return the checkout to where it was before apply")
+    sp = sub.add_parser("check", help="report how every target applies, changing nothing")
+    sp.add_argument("--src", type=Path, required=True)
+    sp.add_argument("--target", action="append", help="only these targets (default: all)")
+    sp = sub.add_parser("miniature", help="build the miniature upstream repository")
+    sp.add_argument("--dest", type=Path, required=True)
+    sub.add_parser("targets", help="list the patch sets")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(name)s: %(message)s")
+    try:
+        out = _dispatch(args)
+        if out:
+            print(out)
+        return ExitCode.OK
+    except UserError as exc:
+        if exc.details:
+            print(exc.details)
+        print(f"patchkit: error: {exc.message}", file=sys.stderr)
+        return exc.code
+    except KeyboardInterrupt:
+        print("patchkit: interrupted", file=sys.stderr)
+        return ExitCode.INTERRUPTED
+    except Exception:
+        fd, path = tempfile.mkstemp(prefix="patchkit-crash-", suffix=".log")
+        with os.fdopen(fd, "w") as fh:
+            traceback.print_exc(file=fh)
+        print(f"patchkit: internal error; the traceback is in {path}", file=sys.stderr)
+        return ExitCode.INTERNAL
+
+
+def _dispatch(args: argparse.Namespace) -> str:
+    root = (args.root or find_root()).resolve()
+    if args.command == "targets":
+        sets = [patchset.load(root, t) for t in patchset.targets(root)]
+        return render.as_json(sets) if args.json else render.table(
+            [(s.target, s.upstream.ref, len(s.patches), s.branch) for s in sets], ("target", "ref", "patches", "branch"))
+    if args.command == "miniature":
+        res = miniature.build(root, args.dest)
+        return render.as_json(res) if args.json else f"miniature upstream at {res.path} (tag {res.tag}, branch main)"
+    if args.command == "check":
+        names = args.target or patchset.targets(root)
+        res = check_mod.check([patchset.load(root, t) for t in names], src=args.src)
+        return render.as_json(res) if args.json else render.check_results(res)
+    ps = patchset.load(root, args.target)
+    if args.command == "apply":
+        res = apply_mod.apply(ps, src=args.src, url=args.url, threeway=args.threeway)
+        return render.as_json(res) if args.json else render.apply_result(res)
+    if args.command == "unapply":
+        res = apply_mod.unapply(ps, src=args.src)
+        return render.as_json(res) if args.json else f"{res.target}: {res.checkout} is back on {res.restored}; branch {res.branch} removed"
+    raise AssertionError(args.command)

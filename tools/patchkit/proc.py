@@ -1,0 +1,59 @@
+"""The one subprocess chokepoint: every external command in this package runs through run()."""
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from .errors import CommandError, ToolMissing
+
+log = logging.getLogger("patchkit.proc")
+
+
+@dataclass(frozen=True)
+class Result:
+    cmd: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run(
+    cmd: Sequence[str],
+    *,
+    cwd: str | os.PathLike | None = None,
+    env: Mapping[str, str] | None = None,
+    input: str | None = None,
+    check: bool = True,
+    stream: bool = False,
+    timeout: float | None = None,
+) -> Result:
+    """Run cmd (never through a shell); raise CommandError on failure when check is set.
+
+    stream=True lets long-running commands (builds, test runs) print as they go; their
+    output is then not captured.
+    """
+    argv = [str(c) for c in cmd]
+    log.debug("run: %s (cwd=%s)", " ".join(argv), cwd)
+    try:
+        proc = subprocess.run(
+            argv,
+            cwd=None if cwd is None else str(cwd),
+            env=None if env is None else dict(env),
+            input=input,
+            text=True,
+            encoding="utf-8",
+            errors="surrogateescape",
+            stdout=None if stream else subprocess.PIPE,
+            stderr=None if stream else subprocess.PIPE,
+            timeout=timeout,
+            stdin=None if input is not None else subprocess.DEVNULL,
+        )
+    except FileNotFoundError as exc:
+        raise ToolMissing(f"{argv[0]} is not installed or not on PATH") from exc
+    result = Result(tuple(argv), proc.returncode, proc.stdout or "", proc.stderr or "")
+    if check and proc.returncode != 0:
+        raise CommandError(argv, proc.returncode, result.stdout, result.stderr, None if cwd is None else str(cwd))
+    return result

@@ -1,0 +1,77 @@
+"""Turn result objects into short aligned tables for people, or JSON for machines."""
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+
+def table(rows: Sequence[Sequence[Any]], header: Sequence[str] | None = None) -> str:
+    cells = [[str(c) for c in r] for r in ([header] if header else []) + list(rows)]
+    if not cells:
+        return ""
+    widths = [max(len(r[i]) for r in cells if i < len(r)) for i in range(max(len(r) for r in cells))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells)
+
+
+def to_jsonable(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)
+                if f.name not in ("diff", "files", "hunks")}
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, Path):
+        return str(obj)
+    return obj
+
+
+def as_json(obj: Any) -> str:
+    return json.dumps(to_jsonable(obj), indent=2, sort_keys=True)
+
+
+def outcomes(outs) -> str:
+    rows = []
+    for o in outs:
+        detail = o.drift.one_line() if o.drift else (o.commit[:12] if o.commit else "")
+        rows.append((o.patch.name, o.status, detail))
+    return table(rows, ("patch", "result", "detail"))
+
+
+def drift_details(outs) -> str:
+    """The full drift report: for each conflict, the file, hunk and every expected line."""
+    parts = []
+    for o in outs:
+        if o.drift and o.drift.expected:
+            parts.append(f"{o.patch.name}: {o.drift.path} hunk {o.drift.hunk} expected:")
+            parts += [f"    | {line.rstrip(chr(10))}" for line in o.drift.expected]
+    return "\n".join(parts)
+
+
+def apply_result(r) -> str:
+    if r.already_applied:
+        return (f"{r.target}: already applied on branch {r.branch} ({r.tip[:12]}) in {r.checkout}; nothing changed")
+    lines = [f"{r.target}: {r.base_ref} {r.base[:12]} -> branch {r.branch} {r.tip[:12]}"
+             + (" (partial clone)" if r.cloned else ""), outcomes(r.outcomes)]
+    if r.waiver is not None:
+        lines.append(f"waivers: {r.waiver.why}")
+    ups = [o.patch.name for o in r.outcomes if o.status == "already upstream"]
+    three = [o.patch.name for o in r.outcomes if o.status == "3-way"]
+    if ups:
+        lines.append("skipped, already upstream: " + ", ".join(ups))
+    if three:
+        lines.append("needed a 3-way merge: " + ", ".join(three))
+    return "\n".join(lines)
+
+
+def check_results(results) -> str:
+    rows, details = [], []
+    for r in results:
+        rows.append((r.target, r.ref, r.base[:12] if r.base else "-", r.verdict))
+        for o in r.outcomes:
+            detail = f"at {o.drift.one_line()}" if o.drift else ""
+            details.append((f"  {r.target}", o.patch.name, o.status, detail))
+    return table(rows, ("target", "ref", "commit", "verdict")) + ("\n" + table(details) if details else "")

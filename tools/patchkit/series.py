@@ -1,0 +1,212 @@
+"""The one way to apply a series: probe, apply, 3-way, report; into a temporary index.
+
+Everything here works on git objects through a private index file (GIT_INDEX_FILE), never
+on a work tree: so it needs no checkout, it is safe in a sparse or blobless clone (only the
+blobs a patch touches are read), and the user's checkout cannot be changed by it. apply,
+check, the delta's two trees, the PR branch, the miniature and the container overlay all
+come through apply_series().
+"""
+from __future__ import annotations
+
+import re
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .git import Identity, Repo, Sha, git
+from .model import Patch
+
+APPLIED, UPSTREAM, THREEWAY, CONFLICT = "applied", "already upstream", "3-way", "conflict"
+HISTORY_LIMIT = 300  # commits searched for a base where a drifted patch still applies
+
+
+@dataclass(frozen=True)
+class Drift:
+    """Where a patch stopped applying: the file, the hunk, and the lines it expected."""
+
+    path: str
+    hunk: str
+    expected: tuple[str, ...]
+    reason: str
+
+    def one_line(self) -> str:
+        where = f"{self.path} hunk {self.hunk}" if self.hunk else self.path
+        first = next((line.rstrip("\n") for line in self.expected if line.strip()), "")
+        return f"{where}: {self.reason}" + (f"; expected {first.strip()!r}" if first else "")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    patch: Patch
+    status: str
+    commit: Sha | None = None
+    drift: Drift | None = None
+
+
+@dataclass
+class SeriesResult:
+    base: Sha
+    tip: Sha
+    outcomes: list[Outcome] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(o.status != CONFLICT for o in self.outcomes)
+
+    def named(self, status: str) -> list[str]:
+        return [o.patch.name for o in self.outcomes if o.status == status]
+
+
+class TreeBuilder:
+    """Commits on top of a base, built in a private index. Use as a context manager."""
+
+    def __init__(self, repo: Repo, base: Sha, committer: Identity | None = None,
+                 committer_date: str | None = None) -> None:
+        self.repo = repo
+        self.tip = base
+        self.committer = committer
+        self.committer_date = committer_date
+        self._tmp = tempfile.TemporaryDirectory(prefix="patchkit-index-")
+        self.env = {"GIT_INDEX_FILE": str(Path(self._tmp.name) / "index")}
+
+    def __enter__(self) -> "TreeBuilder":
+        self.repo.run("read-tree", self.tip, env=self.env)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._tmp.cleanup()
+
+    def probe(self, patch: Patch, reverse: bool = False) -> tuple[bool, str]:
+        args = ["apply", "--cached", "--check", "--whitespace=nowarn"] + (["--reverse"] if reverse else []) + ["-"]
+        res = self.repo.run(*args, input=patch.diff, env=self.env, check=False)
+        return res.returncode == 0, res.stderr
+
+    def apply(self, patch: Patch) -> None:
+        self.repo.run("apply", "--cached", "--whitespace=nowarn", "-", input=patch.diff, env=self.env)
+
+    def write_file(self, path: str, content: str, mode: str = "100644") -> None:
+        blob = self.repo.out("hash-object", "-w", "--stdin", input=content)
+        self.repo.run("update-index", "--add", "--cacheinfo", f"{mode},{blob},{path}", env=self.env)
+
+    def commit(self, message: str, author: Identity, author_date: str) -> Sha:
+        tree = self.repo.out("write-tree", env=self.env)
+        committer = self.committer or author
+        env = dict(self.env, GIT_AUTHOR_NAME=author.name, GIT_AUTHOR_EMAIL=author.email,
+                   GIT_AUTHOR_DATE=author_date, GIT_COMMITTER_NAME=committer.name,
+                   GIT_COMMITTER_EMAIL=committer.email)
+        if self.committer_date:
+            env["GIT_COMMITTER_DATE"] = self.committer_date
+        self.tip = self.repo.commit_tree(tree, self.tip, message, env)
+        return self.tip
+
+
+def apply_series(repo: Repo, base: Sha, patches: Sequence[Patch], *, threeway: bool = False,
+                 committer: Identity | None = None, committer_date: str | None = None,
+                 stop_on_conflict: bool = True,
+                 extra: Callable[[TreeBuilder], None] | None = None) -> SeriesResult:
+    """Apply patches on base as commits; report each as applied, already upstream, 3-way or conflict.
+
+    Nothing outside the object store changes. With stop_on_conflict=False every patch is
+    probed (make check); otherwise the first conflict ends the run. extra, if given, may
+    add commits of its own after the series (the waiver edit).
+    """
+    result = SeriesResult(base=base, tip=base)
+    with TreeBuilder(repo, base, committer, committer_date) as tb:
+        for patch in patches:
+            outcome = _apply_one(tb, patch, threeway)
+            result.outcomes.append(outcome)
+            if outcome.status == CONFLICT and stop_on_conflict:
+                break
+        if result.ok and extra is not None:
+            extra(tb)
+        result.tip = tb.tip
+    return result
+
+
+def _apply_one(tb: TreeBuilder, patch: Patch, threeway: bool) -> Outcome:
+    author = Identity(patch.author_name, patch.author_email)
+    clean, err = tb.probe(patch)
+    if not clean:
+        reverse_ok, _ = tb.probe(patch, reverse=True)
+        if reverse_ok:
+            return Outcome(patch, UPSTREAM)
+        drift = _drift(patch, err)
+        if not threeway:
+            return Outcome(patch, CONFLICT, drift=drift)
+        merged = _merge_from_history(tb, patch)
+        if merged is not None:
+            return Outcome(patch, CONFLICT, drift=merged)
+        return Outcome(patch, THREEWAY, tb.commit(patch.message, author, patch.date))
+    tb.apply(patch)
+    return Outcome(patch, APPLIED, tb.commit(patch.message, author, patch.date))
+
+
+def _drift(patch: Patch, stderr: str) -> Drift:
+    """Turn git apply's complaint into the file, hunk and expected lines."""
+    m = re.search(r"patch failed: (.+):(\d+)", stderr)
+    if m:
+        path, line = m.group(1), int(m.group(2))
+        for fc in patch.files:
+            if fc.old_path == path:
+                hunk = next((h for h in fc.hunks if h.old_start == line), fc.hunks[0] if fc.hunks else None)
+                if hunk:
+                    n = fc.hunks.index(hunk) + 1
+                    return Drift(path, f"#{n} {hunk.header}", hunk.preimage, "context does not match")
+    m = re.search(r"error: (.+?): (does not exist in index|already exists in index)", stderr)
+    if m:
+        return Drift(m.group(1), "", (), m.group(2))
+    line = next((ln for ln in stderr.splitlines() if ln.startswith("error:")), stderr.strip() or "does not apply")
+    return Drift(patch.paths[0] if patch.paths else "?", "", (), line.removeprefix("error: "))
+
+
+def _merge_from_history(tb: TreeBuilder, patch: Patch) -> Drift | None:
+    """3-way merge: find the newest commit where the patch applies, merge its change forward.
+
+    The patches carry no blob ids (upstream's full files are not always at hand when a set
+    is written), so the merge base comes from history, the way a person rebases by hand.
+    Returns None on success (the index holds the merged files) or the Drift that blocks it.
+    """
+    repo = tb.repo
+    if repo.is_shallow():
+        repo.run("fetch", "-q", "--unshallow", check=False)
+    for cand in repo.log_paths(tb.tip, [fc.old_path or fc.path for fc in patch.files], HISTORY_LIMIT):
+        with TreeBuilder(repo, cand) as old:
+            if not old.probe(patch)[0]:
+                continue
+            old.apply(patch)
+            for fc in patch.files:
+                path = fc.path or fc.old_path
+                ours = _blob(repo, tb.env, path)
+                base = _blob(repo, None, fc.old_path, rev=cand) if fc.old_path else ""
+                theirs = _blob(repo, old.env, path) if fc.path else None
+                if theirs is None:  # deletion: only if we still have what they deleted
+                    if ours not in (None, base):
+                        return Drift(path, "", (), f"3-way: changed since {cand[:12]} and deleted by the patch")
+                    repo.run("update-index", "--force-remove", path, env=tb.env)
+                    continue
+                merged, conflicts = _merge_file(ours or "", base, theirs)
+                if conflicts:
+                    return Drift(path, "", (), f"3-way merge from {cand[:12]} left {conflicts} conflict(s)")
+                tb.write_file(path, merged)
+            return None
+    return Drift(patch.paths[0], "", (), f"3-way: no commit in the last {HISTORY_LIMIT} touching it where the patch applies")
+
+
+def _blob(repo: Repo, env: dict[str, str] | None, path: str, rev: str | None = None) -> str | None:
+    spec = f"{rev}:{path}" if rev else f":{path}"
+    res = repo.run("show", spec, env=env, check=False)
+    return res.stdout if res.returncode == 0 else None
+
+
+def _merge_file(ours: str, base: str, theirs: str) -> tuple[str, int]:
+    with tempfile.TemporaryDirectory(prefix="patchkit-merge-") as tmp:
+        files = []
+        for name, text in (("ours", ours), ("base", base), ("theirs", theirs)):
+            p = Path(tmp) / name
+            p.write_text(text)
+            files.append(str(p))
+        res = git("merge-file", "-p", *files, check=False)
+        if res.returncode < 0 or res.returncode > 127:
+            raise RuntimeError(res.stderr)
+        return res.stdout, res.returncode

@@ -1,0 +1,76 @@
+"""The one transaction mechanism: snapshot a checkout, restore it exactly on any failure.
+
+Recorded: HEAD (symbolic or detached), every ref (stash included), the index file's bytes
+and the list of registered worktrees. Tracked files come back from HEAD (the commands that
+use this refuse a checkout with tracked changes), and untracked files are never touched:
+git checkout refuses to overwrite them, so they survive a failure as they were.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from .errors import Conflict
+from .git import Repo, Sha
+
+log = logging.getLogger("patchkit.transaction")
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    symbolic_head: str | None
+    head: Sha | None
+    refs: dict[str, Sha]
+    index: bytes | None
+    worktrees: str
+
+
+def snapshot(repo: Repo) -> Snapshot:
+    index = repo.index_path()
+    return Snapshot(
+        symbolic_head=repo.symbolic_head(),
+        head=repo.head(),
+        refs=repo.refs(),
+        index=index.read_bytes() if index.exists() else None,
+        worktrees=repo.out("worktree", "list", "--porcelain"),
+    )
+
+
+def restore(repo: Repo, snap: Snapshot) -> None:
+    """Put refs, HEAD, index and tracked files back as they were in snap."""
+    now = repo.refs()
+    for ref, sha in now.items():
+        if ref not in snap.refs:
+            repo.delete_ref(ref, sha)
+    for ref, sha in snap.refs.items():
+        if now.get(ref) != sha:
+            repo.run("update-ref", "-m", "patchkit: restore", ref, sha)
+    if snap.symbolic_head:
+        repo.run("symbolic-ref", "HEAD", snap.symbolic_head)
+    elif snap.head:
+        repo.run("update-ref", "--no-deref", "HEAD", snap.head)
+    if snap.head:
+        repo.run("reset", "-q", "--hard", "HEAD")
+    index = repo.index_path()
+    if snap.index is not None:
+        index.write_bytes(snap.index)
+    repo.run("worktree", "prune")
+
+
+@contextlib.contextmanager
+def transaction(repo: Repo, *, allow_dirty: bool = False) -> Iterator[Snapshot]:
+    """Run the body against repo; on any exception restore the snapshot and re-raise."""
+    if not allow_dirty:
+        dirty = repo.is_dirty()
+        if dirty:
+            raise Conflict(f"{repo.path} has uncommitted changes ({dirty[0]}"
+                           f"{' and more' if len(dirty) > 1 else ''}); commit or stash them, then run again")
+    snap = snapshot(repo)
+    try:
+        yield snap
+    except BaseException:
+        log.info("restoring %s after a failure", repo.path)
+        restore(repo, snap)
+        raise

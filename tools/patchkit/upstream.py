@@ -1,0 +1,48 @@
+"""Open the upstream checkout a command works on, or obtain one by partial clone."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path, PurePosixPath
+
+from .errors import BadInput, Conflict
+from .git import Repo, Sha, partial_clone, resolve_target_ref
+from .model import PatchSet
+
+
+def obtain(ps: PatchSet, src: Path, url: str | None) -> tuple[Repo, bool]:
+    """The checkout at src; when src does not exist, a partial sparse clone of the set's ref.
+
+    Returns (repo, cloned). A failed clone leaves nothing behind.
+    """
+    if src.exists():
+        return Repo.open(src), False
+    if not src.parent.is_dir():
+        raise BadInput(f"{src.parent} does not exist; create it or choose another TRTLLM_SRC")
+    try:
+        return partial_clone(url or ps.upstream.url, src, ps.upstream.ref, ps.sparse_paths), True
+    except BaseException:
+        shutil.rmtree(src, ignore_errors=True)
+        raise
+
+
+def base_of(repo: Repo, ps: PatchSet) -> tuple[str, Sha]:
+    """The ref the set targets, as found in this checkout, and its commit."""
+    return resolve_target_ref(repo, ps.upstream.ref)
+
+
+def refuse_symlinked_paths(repo: Repo, base: Sha, ps: PatchSet) -> None:
+    """A patch must not write through a symlink that the tree has on its path."""
+    for path in ps.touched_paths:
+        parts = PurePosixPath(path).parts
+        for i in range(1, len(parts) + 1):
+            prefix = "/".join(parts[:i])
+            for mode, _typ, name in repo.ls_tree(base, prefix, recursive=False):
+                if name == prefix and mode == "120000":
+                    raise BadInput(f"{path}: {prefix} is a symlink in {base[:12]}; refusing to write through it")
+
+
+def require_clean(repo: Repo) -> None:
+    dirty = repo.is_dirty()
+    if dirty:
+        more = " and more" if len(dirty) > 1 else ""
+        raise Conflict(f"{repo.path} has uncommitted changes ({dirty[0]}{more}); commit or stash them, then run again")

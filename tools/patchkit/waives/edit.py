@@ -1,0 +1,52 @@
+"""Compute a set's waiver edit against a tree, and commit it in the series' TreeBuilder."""
+from __future__ import annotations
+
+import posixpath
+import re
+
+from ..git import Identity, Repo
+from ..model import PatchSet, WaiverIntent
+from .narrow import Narrowing, narrow
+from .parse import parse_test_db
+
+
+def test_files(repo: Repo, rev: str, env: dict | None = None) -> list[str]:
+    """Every test_*.py under tests/ at rev, read from trees (a sparse or blobless clone works)."""
+    out = repo.run("ls-tree", "-r", "--name-only", "-z", rev, "--", "tests/", env=env).stdout
+    return sorted(p for p in out.split("\0") if p and posixpath.basename(p).startswith("test_") and p.endswith(".py"))
+
+
+def compute(repo: Repo, rev: str, intent: WaiverIntent, index_env: dict | None = None) -> Narrowing:
+    """The narrowing of intent.waives_file at rev (or in the index given by index_env)."""
+    spec = f":{intent.waives_file}" if index_env else f"{rev}:{intent.waives_file}"
+    res = repo.run("show", spec, env=index_env, check=False)
+    waives = res.stdout if res.returncode == 0 else ""
+    stages = []
+    for path in repo.run("ls-tree", "-r", "--name-only", "-z", rev, "--", intent.test_db + "/").stdout.split("\0"):
+        if path.endswith((".yml", ".yaml")):
+            stages += parse_test_db(repo.out("show", f"{rev}:{path}"), path)
+    return narrow(waives, stages, test_files(repo, rev), list(intent.must_run), name=intent.waives_file)
+
+
+def commit_message(ps: PatchSet, n: Narrowing) -> str:
+    m = re.search(r"/issues/(\d+)$", ps.bug)
+    tag = f"#{m.group(1)}" if m else "None"
+    tests = ", ".join(posixpath.basename(t) for t in ps.waivers.must_run)
+    lines = [f"[{tag}][test] Narrow the waiver that skipped {tests}", "",
+             ps.waivers.reason, "",
+             "Computed against this tree: every test the removed line skipped, other than",
+             "the ones above, is still waived, with the same reason.", "", "Removed:"]
+    lines += [f"    {t}" for t in n.removed] + ["", f"Added {len(n.added)} line(s)."]
+    return "\n".join(lines) + "\n"
+
+
+def apply_to(tb, ps: PatchSet) -> Narrowing | None:
+    """Add the waiver edit as one commit on the TreeBuilder's tip, when the tree needs one."""
+    if ps.waivers is None:
+        return None
+    n = compute(tb.repo, tb.tip, ps.waivers, index_env=tb.env)
+    if n.changed:
+        last = ps.patches[-1]
+        tb.write_file(ps.waivers.waives_file, n.after)
+        tb.commit(commit_message(ps, n), Identity(last.author_name, last.author_email), last.date)
+    return n
