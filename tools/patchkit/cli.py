@@ -9,7 +9,7 @@ import tempfile
 import traceback
 from pathlib import Path
 
-from . import __version__, apply as apply_mod, check as check_mod, miniature, patchset, render
+from . import __version__, apply as apply_mod, bench, check as check_mod, demo, miniature, patchset, render
 from .errors import ExitCode, UserError
 
 log = logging.getLogger("patchkit")
@@ -50,6 +50,12 @@ def _parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("miniature", help="build the miniature upstream repository")
     sp.add_argument("--dest", type=Path, required=True)
     sub.add_parser("targets", help="list the patch sets")
+    sp = sub.add_parser("bench", help="measure partial versus full clone to a patched checkout")
+    sp.add_argument("--workdir", type=Path, required=True)
+    sp.add_argument("--files", type=int, default=3000)
+    sp.add_argument("--commits", type=int, default=300)
+    sp = sub.add_parser("demo", help="run the main job on the miniature upstream")
+    sp.add_argument("--workdir", type=Path, required=True)
     return p
 
 
@@ -86,6 +92,12 @@ def _dispatch(args: argparse.Namespace) -> str:
     if args.command == "miniature":
         res = miniature.build(root, args.dest)
         return render.as_json(res) if args.json else f"miniature upstream at {res.path} (tag {res.tag}, branch main)"
+    if args.command == "bench":
+        res = bench.clone_bench(root, args.workdir.resolve(), args.files, args.commits)
+        return render.as_json(res) if args.json else bench.render_bench(res)
+    if args.command == "demo":
+        res = demo.run(root, args.workdir.resolve())
+        return render.as_json(res) if args.json else demo.render_demo(res)
     if args.command == "check":
         names = args.target or patchset.targets(root)
         res = check_mod.check([patchset.load(root, t) for t in names], src=args.src)

@@ -19,6 +19,7 @@ Sha = NewType("Sha", str)
 
 _KEEP = ("GIT_AUTHOR_", "GIT_COMMITTER_", "GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_GLOBAL", "GIT_TRACE")
 ZERO = Sha("0" * 40)
+LOCAL_UPLOAD_PACK = "git -c uploadpack.allowFilter=true -c uploadpack.allowAnySHA1InWant=true upload-pack"
 
 
 def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -28,12 +29,6 @@ def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env["GIT_EDITOR"] = "false"
     env["GIT_PAGER"] = "cat"
     env["LC_ALL"] = "C"
-    # A local upstream (file://) is served by an upload-pack that inherits this config:
-    # let it serve partial clones and their lazy blob fetches as GitHub does, instead
-    # of silently sending every blob.
-    env["GIT_CONFIG_COUNT"] = "2"
-    env["GIT_CONFIG_KEY_0"], env["GIT_CONFIG_VALUE_0"] = "uploadpack.allowFilter", "true"
-    env["GIT_CONFIG_KEY_1"], env["GIT_CONFIG_VALUE_1"] = "uploadpack.allowAnySHA1InWant", "true"
     if extra:
         env.update(extra)
     return env
@@ -183,13 +178,23 @@ def resolve_target_ref(repo: Repo, ref: str) -> tuple[str, Sha]:
 
 
 def partial_clone(url: str, dest: Path, ref: str, sparse_paths: Iterable[str]) -> Repo:
-    """A blobless, single-ref clone with only sparse_paths checked out."""
+    """A blobless, single-ref clone with only sparse_paths checked out.
+
+    A local upstream (a path or file://) is served by an upload-pack that reads only that
+    repository's own config, which rarely allows filters: git then silently sends every
+    blob. So for local URLs we name an upload-pack that allows them, for the clone and for
+    the lazy blob fetches after it, as GitHub does for everyone.
+    """
+    local = "://" not in url or url.startswith("file://")
+    pack = ["--upload-pack", LOCAL_UPLOAD_PACK] if local else []
     try:
-        git("clone", "-q", "--filter=blob:none", "--no-checkout", "--single-branch",
+        git("clone", *pack, "-q", "--filter=blob:none", "--no-checkout", "--single-branch",
             "--branch", ref, url, str(dest))
     except CommandError as exc:
         raise NotFound(f"cannot clone {ref} from {url}: {exc.first_line()}") from exc
     repo = Repo(dest)
+    if local:
+        repo.run("config", "remote.origin.uploadpack", LOCAL_UPLOAD_PACK)
     repo.run("sparse-checkout", "set", "--no-cone", "--stdin",
              input="".join(f"/{p}\n" for p in sorted(set(sparse_paths))))
     repo.run("checkout", "-q", ref)

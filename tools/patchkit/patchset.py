@@ -36,7 +36,8 @@ def load(root: Path, target: str) -> PatchSet:
     meta = _yaml(meta_file)
     where = str(meta_file.relative_to(root))
 
-    upstream = _mapping(meta, "upstream", where)
+    upstream_meta = _mapping(meta, "upstream", where)
+    upstream = Upstream(url=_str(upstream_meta, "url", where), ref=_str(upstream_meta, "ref", where))
     series = meta.get("series")
     if not isinstance(series, list) or not series:
         raise BadInput(f"{where}: 'series' must be a non-empty list of patch files")
@@ -60,7 +61,7 @@ def load(root: Path, target: str) -> PatchSet:
     return PatchSet(
         target=target,
         root=set_dir,
-        upstream=Upstream(url=_str(upstream, "url", where), ref=_str(upstream, "ref", where)),
+        upstream=upstream,
         branch=meta.get("branch") or f"overlay/{target}",
         bug=_str(meta, "bug", where),
         title=_str(meta, "title", where),

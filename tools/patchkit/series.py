@@ -90,7 +90,8 @@ class TreeBuilder:
         self.repo.run("update-index", "--add", "--cacheinfo", f"{mode},{blob},{path}", env=self.env)
 
     def commit(self, message: str, author: Identity, author_date: str) -> Sha:
-        tree = self.repo.out("write-tree", env=self.env)
+        # --missing-ok: in a blobless clone, checking every blob would fetch them all.
+        tree = self.repo.out("write-tree", "--missing-ok", env=self.env)
         committer = self.committer or author
         env = dict(self.env, GIT_AUTHOR_NAME=author.name, GIT_AUTHOR_EMAIL=author.email,
                    GIT_AUTHOR_DATE=author_date, GIT_COMMITTER_NAME=committer.name,

@@ -1,0 +1,26 @@
+# Every target is one line: the patchkit CLI with its variables. See README.md.
+PYTHON     ?= python3
+BUILD      ?= build
+TRTLLM     ?= main
+TRTLLM_SRC ?= $(BUILD)/trtllm-$(TRTLLM)
+TRTLLM_URL ?=
+THREEWAY   ?=
+DEST       ?= $(BUILD)/miniature
+VENV       ?= .venv
+SETUP      ?= $(VENV)/.installed
+PATCHKIT   ?= $(VENV)/bin/patchkit
+PYTEST     ?= $(VENV)/bin/python -m pytest
+
+.PHONY: setup demo test apply unapply check miniature targets bench
+setup: $(SETUP)
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV) && $(VENV)/bin/pip install -q --disable-pip-version-check -e . && touch $@
+
+demo: $(SETUP) ; $(PATCHKIT) demo --workdir $(BUILD)/demo
+test: $(SETUP) ; $(PYTEST) -q
+apply: $(SETUP) ; $(PATCHKIT) apply --target $(TRTLLM) --src $(TRTLLM_SRC) $(if $(TRTLLM_URL),--url $(TRTLLM_URL)) $(if $(THREEWAY),--threeway)
+unapply: $(SETUP) ; $(PATCHKIT) unapply --target $(TRTLLM) --src $(TRTLLM_SRC)
+check: $(SETUP) ; $(PATCHKIT) check --src $(TRTLLM_SRC)
+miniature: $(SETUP) ; $(PATCHKIT) miniature --dest $(DEST)
+targets: $(SETUP) ; $(PATCHKIT) targets
+bench: $(SETUP) ; $(PATCHKIT) bench --workdir $(BUILD)/bench

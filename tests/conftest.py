@@ -1,0 +1,65 @@
+"""Hermetic seal for every test: own HOME, fixed git identity and dates, no network, no gpg."""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from helpers import ROOT, sh  # noqa: F401
+
+FIXED_DATE = "2026-11-29T12:00:00+00:00"
+
+
+@pytest.fixture(autouse=True)
+def hermetic(tmp_path_factory, monkeypatch):
+    home = tmp_path_factory.mktemp("home")
+    cfg = home / ".gitconfig"
+    cfg.write_text("[user]\n\tname = Test User\n\temail = test@example.com\n"
+                   "[commit]\n\tgpgsign = false\n[init]\n\tdefaultBranch = main\n"
+                   "[protocol]\n\tallow = never\n[protocol \"file\"]\n\tallow = always\n")
+    for k in list(os.environ):
+        if k.startswith("GIT_") or k == "PATCHKIT_ROOT":
+            monkeypatch.delenv(k)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(cfg))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_AUTHOR_DATE", FIXED_DATE)
+    monkeypatch.setenv("GIT_COMMITTER_DATE", FIXED_DATE)
+    monkeypatch.setenv("LANG", "C")
+    monkeypatch.setenv("TZ", "UTC")
+
+
+@pytest.fixture(scope="session")
+def miniature_template(tmp_path_factory):
+    """The miniature upstream, built once a session by the real builder."""
+    from patchkit import miniature
+    dest = tmp_path_factory.mktemp("mini") / "upstream"
+    env_home = tmp_path_factory.mktemp("minihome")
+    old = dict(os.environ)
+    os.environ.update(HOME=str(env_home), GIT_CONFIG_NOSYSTEM="1")
+    try:
+        miniature.build(ROOT, dest)
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    return dest
+
+
+@pytest.fixture
+def upstream(miniature_template, tmp_path):
+    """A private copy of the miniature upstream that a test may change."""
+    dest = tmp_path / "upstream"
+    shutil.copytree(miniature_template, dest, symlinks=True)
+    return dest
+
+
+@pytest.fixture
+def checkout(upstream, tmp_path):
+    """A user's full clone of the upstream."""
+    dest = tmp_path / "trtllm"
+    sh("git", "clone", "-q", upstream.as_uri(), dest)
+    return dest

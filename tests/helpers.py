@@ -1,0 +1,46 @@
+"""Helpers the tests share: the project root, a subprocess shortcut, checkout state, root copies."""
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def sh(*args, cwd=None, check=True, input=None):
+    return subprocess.run([str(a) for a in args], cwd=cwd, check=check, text=True, input=input,
+                          capture_output=True)
+
+
+def state_of(repo: Path) -> dict:
+    """Everything a user could notice about a checkout: files (untracked too), refs, HEAD, index, stash."""
+    files = {}
+    for p in sorted(repo.rglob("*")):
+        rel = p.relative_to(repo)
+        if rel.parts[0] == ".git" or (p.is_dir() and not p.is_symlink()):
+            continue
+        data = ("link:" + str(p.readlink())).encode() if p.is_symlink() else p.read_bytes()
+        files[str(rel)] = hashlib.sha256(data).hexdigest()
+    git = lambda *a: sh("git", "-C", repo, *a, check=False).stdout  # noqa: E731
+    index = sh("git", "-C", repo, "rev-parse", "--git-path", "index").stdout.strip()
+    index_path = Path(index) if Path(index).is_absolute() else repo / index
+    return {
+        "files": files,
+        "refs": git("for-each-ref", "--format=%(refname) %(objectname)"),
+        "head": git("symbolic-ref", "-q", "HEAD") + git("rev-parse", "HEAD"),
+        "index": hashlib.sha256(index_path.read_bytes()).hexdigest() if index_path.exists() else None,
+        "index_entries": git("ls-files", "--stage"),
+        "stash": git("stash", "list", "--format=%H %gs"),
+        "worktrees": git("worktree", "list", "--porcelain"),
+    }
+
+
+def copy_root(tmp_path: Path) -> Path:
+    """A private copy of the project's patch sets and waiver intents, for tests that edit them."""
+    root = tmp_path / "root"
+    for d in ("patches", "waivers", "tests/fixtures/miniature"):
+        shutil.copytree(ROOT / d, root / d)
+    (root / "tools" / "patchkit").mkdir(parents=True)
+    return root

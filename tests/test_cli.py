@@ -1,0 +1,83 @@
+"""The CLI as a user meets it: one line on stderr and a named exit code for bad input."""
+from __future__ import annotations
+
+import pytest
+
+from patchkit.cli import main
+from helpers import ROOT, copy_root, state_of
+
+
+def run(capsys, *argv):
+    code = main(["--root", str(ROOT), *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_unknown_target(capsys, checkout):
+    before = state_of(checkout)
+    code, _, err = run(capsys, "apply", "--target", "nope", "--src", str(checkout))
+    assert code == 4 and err.count("\n") == 1 and "unknown target 'nope'" in err
+    assert state_of(checkout) == before
+
+
+def test_src_that_is_not_a_checkout(capsys, tmp_path):
+    (tmp_path / "plain").mkdir()
+    code, _, err = run(capsys, "apply", "--target", "main", "--src", str(tmp_path / "plain"))
+    assert code == 4 and err.count("\n") == 1 and "is not a git checkout" in err
+
+
+def test_unreachable_url(capsys, tmp_path):
+    code, _, err = run(capsys, "apply", "--target", "main", "--src", str(tmp_path / "new"), "--url", "file:///nonexistent/repo")
+    assert code == 4 and err.count("\n") == 1 and "cannot clone main from file:///nonexistent/repo" in err
+    assert not (tmp_path / "new").exists()
+
+
+def test_broken_metadata(capsys, tmp_path, checkout):
+    root = copy_root(tmp_path)
+    (root / "patches" / "main" / "patchset.yaml").write_text("series: [\n")
+    before = state_of(checkout)
+    code = main(["--root", str(root), "apply", "--target", "main", "--src", str(checkout)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "not valid YAML" in err
+    assert state_of(checkout) == before
+
+
+def test_unapply_without_apply(capsys, checkout):
+    code, _, err = run(capsys, "unapply", "--target", "main", "--src", str(checkout))
+    assert code == 4 and "nothing to unapply" in err
+
+
+def test_json_output_of_apply(capsys, checkout):
+    import json
+    code, out, _ = run(capsys, "--json", "apply", "--target", "main", "--src", str(checkout))
+    data = json.loads(out)
+    assert code == 0 and data["branch"] == "overlay/main"
+    assert [o["status"] for o in data["outcomes"]] == ["applied", "applied"]
+
+
+def test_check_changes_nothing_and_names_conflicts(capsys, upstream, tmp_path):
+    from helpers import sh
+    util = upstream / "tensorrt_llm/_torch/pyexecutor/_util.py"
+    util.write_text(util.read_text().replace('"n_positions"),', '"n_positions", "n_ctx"),'))
+    sh("git", "-C", upstream, "commit", "-qam", "Conflicting upstream change")
+    clone = tmp_path / "clone"
+    sh("git", "clone", "-q", upstream.as_uri(), clone)
+    before = state_of(clone)
+    code, out, _ = run(capsys, "check", "--src", str(clone))
+    assert code == 0
+    lines = {line.split()[0]: line for line in out.splitlines() if line and not line.startswith(" ")}
+    assert "conflicts" in lines["main"] and "applies cleanly" in lines["rc25"]
+    assert "tensorrt_llm/_torch/pyexecutor/_util.py hunk #1" in out
+    assert state_of(clone) == before
+
+
+def test_internal_error_points_to_a_log(capsys, monkeypatch, checkout):
+    from patchkit import apply as apply_mod
+
+    def boom(*a, **k):
+        raise RuntimeError("unexpected")
+    monkeypatch.setattr(apply_mod, "apply", boom)
+    code, _, err = run(capsys, "apply", "--target", "main", "--src", str(checkout))
+    assert code == 70 and "internal error; the traceback is in" in err
+    log = err.strip().rsplit(" ", 1)[-1]
+    assert "RuntimeError: unexpected" in open(log).read()

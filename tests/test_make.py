@@ -1,0 +1,35 @@
+"""End to end through make, the way a user runs it (the venv step is skipped: SETUP=)."""
+from __future__ import annotations
+
+import sys
+
+from helpers import ROOT, sh
+
+
+def make(*args, cwd=ROOT):
+    return sh("make", "-s", "-C", cwd, "SETUP=", f"PATCHKIT={sys.executable} -m patchkit", *args, check=False)
+
+
+def test_make_demo_applies_both_targets_on_the_miniature(tmp_path):
+    res = make(f"BUILD={tmp_path}/build", "demo")
+    assert res.returncode == 0, res.stderr
+    assert "rc25: refs/tags/v1.3.0rc25" in res.stdout and "(partial clone)" in res.stdout
+    assert "1 line(s) of tests/integration/test_lists/waives.txt skipped" in res.stdout
+    assert res.stdout.count("already applied on branch") == 2
+    assert (tmp_path / "build/demo/trtllm-rc25/tests/unittest/_torch/executor/test_cross_kv_cache_layout.py").is_file()
+
+
+def test_make_apply_then_unapply_on_a_local_url(tmp_path, upstream):
+    src = tmp_path / "src"
+    res = make(f"TRTLLM_SRC={src}", f"TRTLLM_URL={upstream.as_uri()}", "TRTLLM=rc25", "apply")
+    assert res.returncode == 0, res.stderr
+    assert sh("git", "-C", src, "rev-parse", "--abbrev-ref", "HEAD").stdout.strip() == "overlay/rc25"
+    res = make(f"TRTLLM_SRC={src}", "TRTLLM=rc25", "unapply")
+    assert res.returncode == 0, res.stderr
+    assert sh("git", "-C", src, "rev-parse", "--abbrev-ref", "HEAD").stdout.strip() == "HEAD"
+
+
+def test_make_apply_with_bad_target_fails_with_one_line(tmp_path):
+    res = make(f"TRTLLM_SRC={tmp_path}/x", "TRTLLM=../etc", "apply")
+    assert res.returncode != 0
+    assert "patchkit: error: invalid target name '../etc'" in res.stderr

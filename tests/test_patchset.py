@@ -1,0 +1,69 @@
+"""Loading the patch sets: the real ones load; every kind of broken input is refused by name."""
+from __future__ import annotations
+
+import pytest
+
+from patchkit import patchset
+from patchkit.errors import BadInput, NotFound
+
+from helpers import ROOT, copy_root
+
+
+@pytest.mark.parametrize("target", ["rc25", "main"])
+def test_real_sets_load_with_fix_and_test_patches(target):
+    ps = patchset.load(ROOT, target)
+    assert [p.tests_only for p in ps.patches] == [False, True]
+    assert "tensorrt_llm/_torch/pyexecutor/_util.py" in ps.patches[0].paths
+    assert ps.patches[1].paths == ("tests/unittest/_torch/executor/test_cross_kv_cache_layout.py",)
+    for p in ps.patches:
+        assert "Fixes #19514" in p.body
+        assert p.author_email and p.date
+    assert ps.waivers and ps.waivers.must_run == ps.tests.regression
+
+
+def test_unknown_target_is_named():
+    with pytest.raises(NotFound, match="unknown target 'nope'.*main, rc25"):
+        patchset.load(ROOT, "nope")
+
+
+def _break(tmp_path, edit):
+    root = copy_root(tmp_path)
+    patch = sorted((root / "patches" / "rc25").glob("0001-*.patch"))[0]
+    patch.write_text(edit(patch.read_text()))
+    return root
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda t: t.replace("a/tensorrt_llm/_torch", "a/../outside"), "outside the tree"),
+    (lambda t: t.replace("b/tensorrt_llm/_torch", "/etc/tensorrt_llm/_torch"), "outside the tree"),
+    (lambda t: t.replace("a/tensorrt_llm/_torch", "a/.git/hooks").replace("b/tensorrt_llm/_torch", "b/.git/hooks"), "into .git"),
+    (lambda t: t.replace("Subject:", "X-Subject:"), "not a git format-patch"),
+    (lambda t: t.split("diff --git")[0], "contains no diff"),
+    (lambda t: t.replace("@@ -1798,19 +1798,29 @@", "@@ -1798,19 +1798,99 @@"), "malformed diff"),
+])
+def test_broken_patch_is_refused(tmp_path, edit, message):
+    root = _break(tmp_path, edit)
+    with pytest.raises(BadInput, match=message):
+        patchset.load(root, "rc25")
+
+
+def test_symlink_creating_patch_is_refused(tmp_path):
+    root = _break(tmp_path, lambda t: t)
+    patch = sorted((root / "patches" / "rc25").glob("0002-*.patch"))[0]
+    patch.write_text(patch.read_text().replace("new file mode 100644", "new file mode 120000"))
+    with pytest.raises(BadInput, match="symlink"):
+        patchset.load(root, "rc25")
+
+
+@pytest.mark.parametrize("text, message", [
+    ("series: [\n", "not valid YAML"),
+    ("- just a list\n", "must be a YAML mapping"),
+    ("title: t\nbug: b\nupstream: {url: u, ref: r}\nseries: []\n", "'series' must be a non-empty list"),
+    ("title: t\nbug: b\nupstream: {url: u, ref: r}\nseries: [missing.patch]\ntests: {}\ncontainer: {base: b, site_packages: s}\n", "does not exist"),
+    ("title: t\nbug: b\nupstream: {url: u}\nseries: [x]\n", "'ref' must be a non-empty string"),
+])
+def test_broken_metadata_is_refused(tmp_path, text, message):
+    root = copy_root(tmp_path)
+    (root / "patches" / "rc25" / "patchset.yaml").write_text(text)
+    with pytest.raises(BadInput, match=message):
+        patchset.load(root, "rc25")
