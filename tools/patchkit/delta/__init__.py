@@ -1,0 +1,1 @@
+"""The unpatched-versus-patched test delta (trees, pytest runs, outcomes, report)."""

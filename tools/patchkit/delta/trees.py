@@ -1,0 +1,47 @@
+"""The delta's two trees: unpatched (upstream + the test-only patches) and patched (the series).
+
+Both come from the one series path (series.apply_series) into throwaway commits, and are
+written out with git archive into a scratch directory: the user's checkout is never touched,
+and in a sparse or blobless clone only the blobs in the archived paths are read.
+"""
+from __future__ import annotations
+
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import series
+from ..errors import Conflict
+from ..git import Repo, Sha
+from ..model import PatchSet
+
+
+@dataclass(frozen=True)
+class Trees:
+    base: Sha
+    unpatched: Path
+    patched: Path
+
+
+def build(repo: Repo, base: Sha, ps: PatchSet, workdir: Path, paths: list[str] | None = None) -> Trees:
+    """Write both trees under workdir; paths limits what is archived (default: everything)."""
+    out = {}
+    for name, patches in (("unpatched", [p for p in ps.patches if p.tests_only]), ("patched", list(ps.patches))):
+        res = series.apply_series(repo, base, patches, committer_date="2026-01-01T00:00:00+00:00")
+        if not res.ok:
+            bad = next(o for o in res.outcomes if o.status == series.CONFLICT)
+            raise Conflict(f"{bad.patch.name} does not apply to {base[:12]} for the {name} tree: {bad.drift.one_line()}")
+        dest = workdir / name
+        dest.mkdir(parents=True)
+        _archive(repo, res.tip, dest, paths)
+        out[name] = dest
+    return Trees(base, out["unpatched"], out["patched"])
+
+
+def _archive(repo: Repo, commit: str, dest: Path, paths: list[str] | None) -> None:
+    with tempfile.TemporaryDirectory(prefix="patchkit-archive-") as tmp:
+        tar = Path(tmp) / "tree.tar"
+        repo.run("archive", "--format=tar", "-o", str(tar), commit, "--", *(paths or []))
+        with tarfile.open(tar) as tf:
+            tf.extractall(dest, filter="data")
