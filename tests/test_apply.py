@@ -213,3 +213,13 @@ def test_existing_foreign_branch_is_not_overwritten(checkout):
     with pytest.raises(Conflict, match="already exists.*make unapply TRTLLM=main"):
         apply_mod.apply(load("main"), src=checkout)
     assert state_of(checkout) == before
+
+
+def test_missing_waives_file_is_reported_not_invented(upstream, tmp_path):
+    sh("git", "-C", upstream, "rm", "-q", WAIVES)
+    sh("git", "-C", upstream, "commit", "-qm", "No waivers")
+    clone = tmp_path / "clone"
+    sh("git", "clone", "-q", upstream.as_uri(), clone)
+    res = apply_mod.apply(load("main"), src=clone)
+    assert not res.waiver.changed and "does not exist at this ref" in res.waiver.why
+    assert not (clone / WAIVES).exists()

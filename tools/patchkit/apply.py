@@ -10,7 +10,6 @@ from . import series
 from .errors import Conflict, NotFound
 from .git import Repo, Sha
 from .model import PatchSet
-from .render import drift_details as render_drift
 from .transaction import transaction
 from .upstream import base_of, obtain, refuse_symlinked_paths, require_clean
 from .waives import edit as waiver_edit
@@ -76,7 +75,7 @@ def _apply(ps: PatchSet, repo: Repo, cloned: bool, threeway: bool) -> ApplyResul
         bad = next(o for o in res.outcomes if o.status == series.CONFLICT)
         hint = "" if threeway else "; try THREEWAY=1"
         raise Conflict(f"{bad.patch.name} does not apply: {bad.drift.one_line()}{hint}",
-                       details=render_drift(res.outcomes))
+                       details=series.drift_report(res.outcomes))
 
     with transaction(repo) as snap:
         repo.update_ref(branch_ref, res.tip, None, f"patchkit: apply {ps.target}")

@@ -41,16 +41,6 @@ def outcomes(outs) -> str:
     return table(rows, ("patch", "result", "detail"))
 
 
-def drift_details(outs) -> str:
-    """The full drift report: for each conflict, the file, hunk and every expected line."""
-    parts = []
-    for o in outs:
-        if o.drift and o.drift.expected:
-            parts.append(f"{o.patch.name}: {o.drift.path} hunk {o.drift.hunk} expected:")
-            parts += [f"    | {line.rstrip(chr(10))}" for line in o.drift.expected]
-    return "\n".join(parts)
-
-
 def apply_result(r) -> str:
     if r.already_applied:
         return (f"{r.target}: already applied on branch {r.branch} ({r.tip[:12]}) in {r.checkout}; nothing changed")

@@ -211,3 +211,13 @@ def _merge_file(ours: str, base: str, theirs: str) -> tuple[str, int]:
         if res.returncode < 0 or res.returncode > 127:
             raise RuntimeError(res.stderr)
         return res.stdout, res.returncode
+
+
+def drift_report(outs: Sequence[Outcome]) -> str:
+    """The full drift report: for each conflict, the file, hunk and every expected line."""
+    parts = []
+    for o in outs:
+        if o.drift and o.drift.expected:
+            parts.append(f"{o.patch.name}: {o.drift.path} hunk {o.drift.hunk} expected:")
+            parts += [f"    | {line.rstrip(chr(10))}" for line in o.drift.expected]
+    return "\n".join(parts)

@@ -20,7 +20,9 @@ def compute(repo: Repo, rev: str, intent: WaiverIntent, index_env: dict | None =
     """The narrowing of intent.waives_file at rev (or in the index given by index_env)."""
     spec = f":{intent.waives_file}" if index_env else f"{rev}:{intent.waives_file}"
     res = repo.run("show", spec, env=index_env, check=False)
-    waives = res.stdout if res.returncode == 0 else ""
+    if res.returncode != 0:
+        return Narrowing(False, f"{intent.waives_file} does not exist at this ref; nothing to change", "", "")
+    waives = res.stdout
     stages = []
     for path in repo.run("ls-tree", "-r", "--name-only", "-z", rev, "--", intent.test_db + "/").stdout.split("\0"):
         if path.endswith((".yml", ".yaml")):
