@@ -11,7 +11,7 @@ SETUP      ?= $(VENV)/.installed
 PATCHKIT   ?= $(VENV)/bin/patchkit
 PYTEST     ?= $(VENV)/bin/python -m pytest
 
-.PHONY: setup demo test apply unapply check miniature targets bench
+.PHONY: setup demo test apply unapply check miniature targets bench delta
 setup: $(SETUP)
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV) && $(VENV)/bin/pip install -q --disable-pip-version-check -e . && touch $@
@@ -24,3 +24,6 @@ check: $(SETUP) ; $(PATCHKIT) check --src $(TRTLLM_SRC)
 miniature: $(SETUP) ; $(PATCHKIT) miniature --dest $(DEST)
 targets: $(SETUP) ; $(PATCHKIT) targets
 bench: $(SETUP) ; $(PATCHKIT) bench --workdir $(BUILD)/bench
+MODE       ?=
+REPORT     ?=
+delta: $(SETUP) ; $(PATCHKIT) delta --target $(TRTLLM) --src $(TRTLLM_SRC) $(if $(TRTLLM_URL),--url $(TRTLLM_URL)) $(if $(MODE),--mode $(MODE)) $(if $(REPORT),--report $(REPORT))

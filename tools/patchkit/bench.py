@@ -76,6 +76,37 @@ def clone_bench(root: Path, workdir: Path, files: int = 3000, commits: int = 300
     return CloneBench(files, commits, partial, full, _du(workdir / "partial"), _du(workdir / "full"))
 
 
+@dataclass(frozen=True)
+class DeltaBench:
+    target: str
+    seconds: float
+    cases: int
+    target_seconds: float = 2.0
+
+
+def delta_bench(root: Path, workdir: Path, target: str = "rc25", repeat: int = 3) -> DeltaBench:
+    """Wall time of a full source-mode delta (both trees) on the miniature; best of `repeat`."""
+    from .delta import command
+    up = workdir / "delta-upstream"
+    workdir.mkdir(parents=True, exist_ok=True)
+    if not up.exists():
+        miniature.build(root, up)
+    ps = patchset.load(root, target)
+    best, cases = float("inf"), 0
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        res = command.delta(ps, repo=Repo(up), mode="source", report=workdir / "delta.json")
+        best = min(best, time.perf_counter() - t0)
+        cases = res.unpatched["passed"] + res.unpatched["failed"]
+    return DeltaBench(target, best, cases)
+
+
+def render_delta_bench(b: DeltaBench) -> str:
+    verdict = "under" if b.seconds < b.target_seconds else "OVER"
+    return (f"source-mode delta {b.target} (both trees, {b.cases} cases each): {b.seconds:.2f} s "
+            f"({verdict} the {b.target_seconds:.0f} s target)")
+
+
 def render_bench(b: CloneBench) -> str:
     return "\n".join([
         f"upstream: {b.files} generated files over {b.commits} commits (plus the miniature)",

@@ -44,6 +44,10 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--url", help="clone from here when --src does not exist (default: the set's upstream)")
     sp.add_argument("--threeway", action="store_true", help="merge drifted patches 3-way")
     target_cmd("unapply", "return the checkout to where it was before apply")
+    sp = target_cmd("delta", "run the set's tests unpatched and patched, and grade the delta")
+    sp.add_argument("--url", help="clone from here when --src does not exist")
+    sp.add_argument("--mode", choices=("source", "container"), help="default: source unless tensorrt_llm is importable")
+    sp.add_argument("--report", type=Path, help="where to write the JSON report")
     sp = sub.add_parser("check", help="report how every target applies, changing nothing")
     sp.add_argument("--src", type=Path, required=True)
     sp.add_argument("--target", action="append", help="only these targets (default: all)")
@@ -67,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
         if out:
             print(out)
         return ExitCode.OK
+    except _Exit as exc:
+        return exc.code
     except UserError as exc:
         if exc.details:
             print(exc.details)
@@ -83,6 +89,16 @@ def main(argv: list[str] | None = None) -> int:
         return ExitCode.INTERNAL
 
 
+class _Exit(Exception):
+    def __init__(self, code: ExitCode) -> None:
+        self.code = code
+
+
+def _fail(code: ExitCode) -> str:
+    """A command that ran and printed its result, but whose verdict is a failure."""
+    raise _Exit(code)
+
+
 def _dispatch(args: argparse.Namespace) -> str:
     root = (args.root or find_root()).resolve()
     if args.command == "targets":
@@ -94,10 +110,12 @@ def _dispatch(args: argparse.Namespace) -> str:
         return render.as_json(res) if args.json else f"miniature upstream at {res.path} (tag {res.tag}, branch main)"
     if args.command == "bench":
         res = bench.clone_bench(root, args.workdir.resolve(), args.files, args.commits)
-        return render.as_json(res) if args.json else bench.render_bench(res)
+        dres = bench.delta_bench(root, args.workdir.resolve())
+        return render.as_json([res, dres]) if args.json else bench.render_bench(res) + "\n" + bench.render_delta_bench(dres)
     if args.command == "demo":
         res = demo.run(root, args.workdir.resolve())
-        return render.as_json(res) if args.json else demo.render_demo(res)
+        print(render.as_json(res) if args.json else demo.render_demo(res))
+        return "" if res.ok else _fail(ExitCode.MISMATCH)
     if args.command == "check":
         names = args.target or patchset.targets(root)
         res = check_mod.check([patchset.load(root, t) for t in names], src=args.src)
@@ -106,6 +124,14 @@ def _dispatch(args: argparse.Namespace) -> str:
     if args.command == "apply":
         res = apply_mod.apply(ps, src=args.src, url=args.url, threeway=args.threeway)
         return render.as_json(res) if args.json else render.apply_result(res)
+    if args.command == "delta":
+        from .delta import command as delta_cmd
+        from .upstream import obtain
+        repo, _ = obtain(ps, args.src, args.url)
+        report = args.report or root / "build" / "delta" / f"{ps.target}.json"
+        res = delta_cmd.delta(ps, repo=repo, mode=args.mode or delta_cmd.default_mode(), report=report.resolve())
+        print(render.as_json(res) if args.json else delta_cmd.render(res))
+        return "" if res.ok else _fail(ExitCode.MISMATCH)
     if args.command == "unapply":
         res = apply_mod.unapply(ps, src=args.src)
         return render.as_json(res) if args.json else f"{res.target}: {res.checkout} is back on {res.restored}; branch {res.branch} removed"

@@ -6,11 +6,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import apply as apply_mod, check as check_mod, miniature, patchset, render
+from .delta import command as delta_cmd
+from .git import Repo
 
 
 @dataclass
 class DemoResult:
     upstream: str
+    ok: bool = True
     sections: list[tuple[str, str]] = field(default_factory=list)
 
 
@@ -30,6 +33,9 @@ def run(root: Path, workdir: Path) -> DemoResult:
         result.sections.append((f"make apply TRTLLM={ps.target} (partial clone of {url})", render.apply_result(first)))
         result.sections.append((f"make apply TRTLLM={ps.target} again", render.apply_result(again)))
         result.sections.append((f"make check TRTLLM_SRC={src}", render.check_results(check_mod.check(sets, src=src))))
+        d = delta_cmd.delta(ps, repo=Repo(src), mode="source", report=workdir / f"delta-{ps.target}.json")
+        result.sections.append((f"make delta TRTLLM={ps.target}", delta_cmd.render(d)))
+        result.ok = result.ok and d.ok
     return result
 
 

@@ -57,3 +57,27 @@ def run(
     if check and proc.returncode != 0:
         raise CommandError(argv, proc.returncode, result.stdout, result.stderr, None if cwd is None else str(cwd))
     return result
+
+
+def run_many(cmds: Sequence[tuple[Sequence[str], str | os.PathLike | None]],
+             env: Mapping[str, str] | None = None) -> list[Result]:
+    """Run independent commands at once (e.g. the delta's two trees), never raising on exit codes."""
+    procs = []
+    for cmd, cwd in cmds:
+        argv = [str(c) for c in cmd]
+        log.debug("run (parallel): %s (cwd=%s)", " ".join(argv), cwd)
+        try:
+            procs.append((argv, subprocess.Popen(argv, cwd=None if cwd is None else str(cwd),
+                                                 env=None if env is None else dict(env), text=True,
+                                                 encoding="utf-8", errors="surrogateescape",
+                                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                                 stderr=subprocess.PIPE)))
+        except FileNotFoundError as exc:
+            for _, p in procs:
+                p.kill()
+            raise ToolMissing(f"{argv[0]} is not installed or not on PATH") from exc
+    results = []
+    for argv, p in procs:
+        out, err = p.communicate()
+        results.append(Result(tuple(argv), p.returncode, out, err))
+    return results

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-NOT_RUNNABLE = "not runnable in source mode"
+from .reportplugin import NOT_RUNNABLE
 
 
 class Placeholder:

@@ -1,0 +1,174 @@
+"""make delta: both trees measured, classified and graded against the declared expectations."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from patchkit import patchset
+from patchkit.cli import main
+from patchkit.delta import command, compare
+from patchkit.delta.run import ContainerRunner, Job, TreeRun
+from patchkit.git import Repo
+from helpers import ROOT, copy_root, sh
+
+REGRESSION = "tests/unittest/_torch/executor/test_cross_kv_cache_layout.py"
+NEIGHBOUR = "tests/unittest/_torch/executor/test_neighbour.py"
+
+
+def run_delta(upstream: Path, target: str, tmp_path: Path, root: Path = ROOT, mode: str = "source", **kw):
+    ps = patchset.load(root, target)
+    return command.delta(ps, repo=Repo(upstream), mode=mode, report=tmp_path / "report" / f"{target}.json", **kw)
+
+
+@pytest.mark.parametrize("target", ["rc25", "main"])
+def test_declared_delta_is_measured_on_the_miniature(miniature_template, tmp_path, target):
+    res = run_delta(miniature_template, target, tmp_path)
+    assert res.ok, res.mismatches + res.invalid
+    assert (res.unpatched["failed"], res.unpatched["passed"], res.patched["passed"]) == (23, 7, 30)
+    assert len(res.fail_to_pass) == 23 and len(res.pass_to_pass) == 7 and not res.pass_to_fail
+    report = json.loads(Path(res.report).read_text())
+    for key in ("target", "mode", "upstream_commit", "unpatched", "patched", "fail_to_pass", "pass_to_pass",
+                "pass_to_fail", "fail_to_fail", "expected", "matches_expected"):
+        assert key in report
+    assert report["upstream_commit"] == sh("git", "-C", miniature_template, "rev-parse", "v1.3.0rc25^{commit}"
+                                           if target == "rc25" else "main").stdout.strip()
+    assert report["unpatched"]["tests"][f"{REGRESSION}::test_whisper_large_v3_pool_holds_all_encoder_positions"] == "failed"
+    for name in ("unpatched", "patched"):
+        assert "<testsuite" in Path(res.junit[name]).read_text()
+
+
+def test_main_lists_the_container_only_neighbour_as_not_run(miniature_template, tmp_path):
+    res = run_delta(miniature_template, "main", tmp_path)
+    assert res.ok
+    [(tid, why)] = {k.split("::")[0]: v for k, v in res.not_run.items()}.items()
+    assert tid.endswith("test_dual_pool_kv_cache.py") and "No module named 'torch'" in why
+    assert "run it with MODE=container" in command.render(res)
+
+
+def _edit_expected(root: Path, target: str, edit) -> None:
+    meta = root / "patches" / target / "patchset.yaml"
+    data = yaml.safe_load(meta.read_text())
+    edit(data)
+    meta.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def test_a_changed_expectation_fails_naming_the_tests(miniature_template, tmp_path, capsys):
+    root = copy_root(tmp_path)
+    _edit_expected(root, "rc25", lambda d: d["expected"]["source"][REGRESSION].update(unpatched={"passed": 8, "failed": 22}))
+    code = main(["--root", str(root), "delta", "--target", "rc25", "--src", str(miniature_template),
+                 "--report", str(tmp_path / "r.json")])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "MISMATCH: " + REGRESSION + " unpatched: passed 7 (expected 8), failed 23 (expected 22)" in out
+    assert "surplus: " + REGRESSION + "::test_declared_encoder_length_is_not_resized" in out
+    assert json.loads((tmp_path / "r.json").read_text())["matches_expected"] is False
+
+
+def _add_neighbour(upstream: Path, root: Path, body: str, expected: dict | None = None) -> None:
+    (upstream / NEIGHBOUR).write_text(body)
+    sh("git", "-C", upstream, "add", "-A")
+    sh("git", "-C", upstream, "commit", "-qm", "A neighbour test")
+    sh("git", "-C", upstream, "tag", "-f", "v1.3.0rc25")
+
+    def edit(d):
+        d["tests"]["neighbours"] = [NEIGHBOUR]
+        if expected is not None:
+            d["expected"]["source"][NEIGHBOUR] = expected
+    _edit_expected(root, "rc25", edit)
+
+
+def test_pass_to_fail_in_a_neighbour_fails_the_delta(upstream, tmp_path):
+    root = copy_root(tmp_path)
+    _add_neighbour(upstream, root,
+                   "from types import SimpleNamespace as NS\n"
+                   "from tensorrt_llm._torch.pyexecutor._util import KvCacheCreator\n\n"
+                   "def test_old_behaviour_max_input_len_wins():\n"
+                   "    c = KvCacheCreator.__new__(KvCacheCreator)\n"
+                   "    cfg = NS(decoder_layers=2, encoder_attention_heads=2, d_model=8, max_encoder_input_len=1500)\n"
+                   "    c._model_engine = NS(model=NS(model_config=NS(pretrained_config=cfg)))\n"
+                   "    c._max_seq_len, c._llm_args = 4096, NS(max_input_len=1024)\n"
+                   "    assert c._get_cross_kv_cache_layout()[3] == 1024\n")
+    res = run_delta(upstream, "rc25", tmp_path, root)
+    assert res.pass_to_fail == [f"{NEIGHBOUR}::test_old_behaviour_max_input_len_wins"]
+    assert not res.ok and f"pass->fail: {NEIGHBOUR}::test_old_behaviour_max_input_len_wins" in res.mismatches
+
+
+def test_collection_error_is_its_own_category_and_fails_when_named(upstream, tmp_path):
+    root = copy_root(tmp_path)
+    _add_neighbour(upstream, root, "def broken(:\n", expected={"patched": {"passed": 1}})
+    res = run_delta(upstream, "rc25", tmp_path, root)
+    assert res.unpatched["error"] == 1 and res.patched["error"] == 1
+    assert any(m.startswith(f"{NEIGHBOUR} patched: passed 0 (expected 1), error 1 (expected 0)") for m in res.mismatches)
+    assert not res.ok
+
+
+def test_skipped_test_never_counts_as_passing(upstream, tmp_path):
+    root = copy_root(tmp_path)
+    _add_neighbour(upstream, root, "import pytest\n\ndef test_later():\n    pytest.skip('not today')\n",
+                   expected={"unpatched": {"passed": 1}, "patched": {"passed": 1}})
+    res = run_delta(upstream, "rc25", tmp_path, root)
+    assert res.patched["tests"][f"{NEIGHBOUR}::test_later"] == "skipped"
+    assert res.other == {f"{NEIGHBOUR}::test_later": "skipped->skipped"}
+    assert not res.ok and any("skipped 1 (expected 0)" in m for m in res.mismatches)
+
+
+def test_run_whose_collection_failed_is_invalid(upstream, tmp_path):
+    root = copy_root(tmp_path)
+    _edit_expected(root, "rc25", lambda d: d["tests"].update(regression=[NEIGHBOUR]))
+    (upstream / NEIGHBOUR).write_text("def broken(:\n")  # the only declared test cannot be collected
+    sh("git", "-C", upstream, "add", "-A")
+    sh("git", "-C", upstream, "commit", "-qm", "x")
+    sh("git", "-C", upstream, "tag", "-f", "v1.3.0rc25")
+    res = run_delta(upstream, "rc25", tmp_path, root)
+    assert not res.valid and any("collection failed" in why for why in res.invalid)
+
+
+@pytest.mark.parametrize("exitstatus, tests, why", [
+    (0, {"a::t": {"outcome": "failed"}}, "exited 0 but reported 1 failing"),
+    (1, {"a::t": {"outcome": "passed"}}, "exited 1 but reported no failure"),
+    (2, {}, "interrupted"),
+    (5, {}, "no tests collected"),
+])
+def test_exit_code_that_contradicts_outcomes_is_invalid(exitstatus, tests, why):
+    assert why in compare.validity(TreeRun("patched", exitstatus, len(tests), tests))[0]
+
+
+class FakeRunner:
+    """Records what the container runner would run; answers as pytest would have."""
+
+    def __init__(self, engine: str) -> None:
+        self.real = ContainerRunner(engine)
+        self.commands: list[list[str]] = []
+
+    def run(self, jobs, tests, source_modules):
+        out = []
+        for j in jobs:
+            self.commands.append(self.real.command(j, tests))
+            n_fail = 23 if j.name == "unpatched" else 0
+            results = {f"{REGRESSION}::t{i}": {"outcome": "failed" if i < n_fail else "passed"} for i in range(30)}
+            out.append(TreeRun(j.name, 1 if n_fail else 0, 30, results))
+        return out
+
+
+@pytest.mark.parametrize("engine", ["docker", "podman"])
+def test_container_mode_runs_the_same_selection_in_both_images(miniature_template, tmp_path, engine):
+    fake = FakeRunner(engine)
+    res = run_delta(miniature_template, "rc25", tmp_path, mode="container", runner=fake,
+                    images=("nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc25", "localhost/trtllm:1.3.0rc25-abc"))
+    assert res.ok and res.mode == "container"
+    base_cmd, patched_cmd = fake.commands
+    for cmd, image in ((base_cmd, "nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc25"), (patched_cmd, "localhost/trtllm:1.3.0rc25-abc")):
+        assert cmd[:4] == [engine, "run", "--rm", "--network=none"]
+        assert image in cmd and cmd[cmd.index(image) + 1:cmd.index(image) + 4] == ["python3", "-m", "pytest"]
+        assert cmd[-1] == REGRESSION and "--continue-on-collection-errors" in cmd
+        assert not any(a.startswith("--source-root") for a in cmd)  # the image's installed package is tested
+
+
+def test_container_mode_without_engine_says_so(miniature_template, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    from patchkit.errors import BadInput
+    with pytest.raises(BadInput, match="needs docker"):
+        ContainerRunner("docker").run([Job("patched", tmp_path, tmp_path, "img")], [REGRESSION], [])

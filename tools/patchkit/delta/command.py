@@ -1,0 +1,149 @@
+"""make delta: the unpatched-versus-patched test delta for a target, measured, never typed in."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from ..errors import BadInput
+from ..git import Repo
+from ..model import PatchSet
+from ..upstream import base_of
+from . import compare, trees
+from .run import ContainerRunner, Job, Runner, SourceRunner, TreeRun
+
+MODES = ("source", "container")
+
+
+def default_mode() -> str:
+    """Source mode unless tensorrt_llm itself is importable here."""
+    return "container" if importlib.util.find_spec("tensorrt_llm") else "source"
+
+
+def source_modules(ps: PatchSet) -> list[str]:
+    """The dotted modules of the package that the set's non-test patches change."""
+    mods = []
+    for patch in ps.patches:
+        if patch.tests_only:
+            continue
+        for path in patch.paths:
+            p = PurePosixPath(path)
+            if p.parts[0] == ps.container.package and p.suffix == ".py":
+                mods.append(".".join(p.with_suffix("").parts))
+    return sorted(set(mods))
+
+
+@dataclass
+class DeltaResult:
+    target: str
+    mode: str
+    upstream_ref: str
+    upstream_commit: str
+    tests: list[str]
+    unpatched: dict
+    patched: dict
+    fail_to_pass: list[str]
+    pass_to_pass: list[str]
+    pass_to_fail: list[str]
+    fail_to_fail: list[str]
+    other: dict[str, str]
+    not_run: dict[str, str]
+    expected: dict
+    matches_expected: bool
+    mismatches: list[str]
+    valid: bool
+    invalid: list[str]
+    junit: dict[str, str] = field(default_factory=dict)
+    report: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.valid and self.matches_expected
+
+
+def _tree_summary(run: TreeRun) -> dict:
+    return {**compare.counts(run), "exitstatus": run.exitstatus,
+            "tests": {tid: v["outcome"] for tid, v in sorted(run.tests.items())}}
+
+
+def delta(ps: PatchSet, *, repo: Repo, mode: str, report: Path, runner: Runner | None = None,
+          images: tuple[str, str] | None = None) -> DeltaResult:
+    """Build both trees in scratch space, run the declared tests, classify, grade, write the report."""
+    if mode not in MODES:
+        raise BadInput(f"MODE must be one of {', '.join(MODES)}, not {mode!r}")
+    tests = list(ps.tests.all)
+    if not tests:
+        raise BadInput(f"the {ps.target} patch set declares no tests (tests.regression in patchset.yaml)")
+    ref, base = base_of(repo, ps)
+    if runner is None:
+        runner = SourceRunner() if mode == "source" else ContainerRunner()
+    report.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="patchkit-delta-"))
+    try:
+        paths = sorted(set(ps.touched_paths) | set(tests))
+        tr = trees.build(repo, base, ps, work / "trees", paths=_existing(repo, base, ps, paths))
+        out = work / "out"
+        out.mkdir()
+        if mode == "container" and images is None:
+            raise BadInput("MODE=container needs the base and patched images (make container first)")
+        jobs = [Job("unpatched", tr.unpatched, out, images[0] if images else None),
+                Job("patched", tr.patched, out, images[1] if images else None)]
+        unpatched, patched = runner.run(jobs, tests, source_modules(ps))
+        junit = {}
+        for run in (unpatched, patched):
+            if run.junit:
+                dest = report.with_name(f"{report.stem}.{run.name}.xml")
+                shutil.copyfile(run.junit, dest)
+                junit[run.name] = str(dest)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    d = compare.classify(unpatched, patched)
+    invalid = compare.validity(unpatched) + compare.validity(patched)
+    expected = (ps.expected or {}).get(mode, {})
+    mismatches = compare.grade(expected, unpatched, patched, d, tests)
+    not_run = {tid: v.get("reason", "") for run in (unpatched, patched) for tid, v in run.tests.items()
+               if v["outcome"] == "not_run"}
+    result = DeltaResult(ps.target, mode, ref, base, tests, _tree_summary(unpatched), _tree_summary(patched),
+                         d.fail_to_pass, d.pass_to_pass, d.pass_to_fail, d.fail_to_fail, d.other, not_run,
+                         expected, not mismatches, mismatches, not invalid, invalid, junit, str(report))
+    report.write_text(json.dumps(_jsonable(result), indent=2, sort_keys=True) + "\n")
+    return result
+
+
+def _existing(repo: Repo, base: str, ps: PatchSet, paths: list[str]) -> list[str]:
+    """The paths to archive: the given ones and the pytest configuration on their way, as far
+    as they exist after the series (git archive refuses a pathspec that matches nothing)."""
+    wanted = set(paths)
+    for t in paths:  # the conftest.py and pytest.ini that pytest would read on the way to a test
+        parts = PurePosixPath(t).parts
+        wanted |= {"/".join(parts[:i] + (f,)) for i in range(len(parts)) for f in ("conftest.py", "pytest.ini")}
+    at_base = {name for _m, _t, name in repo.ls_tree(base, "", recursive=True) if name in wanted}
+    added = {fc.path for p in ps.patches for fc in p.files if fc.added}
+    return sorted(at_base | (added & set(paths)))
+
+
+def _jsonable(r: DeltaResult) -> dict:
+    from dataclasses import asdict
+    return asdict(r)
+
+
+def render(r: DeltaResult) -> str:
+    from ..render import table
+    rows = [(name, s["passed"], s["failed"], s["error"], s["skipped"], s["not_run"])
+            for name, s in (("unpatched", r.unpatched), ("patched", r.patched))]
+    lines = [f"delta {r.target} ({r.mode} mode) on {r.upstream_ref} {r.upstream_commit[:12]}",
+             table(rows, ("tree", "passed", "failed", "error", "skipped", "not run")), "",
+             table([("fail->pass", len(r.fail_to_pass)), ("pass->pass", len(r.pass_to_pass)),
+                    ("pass->fail", len(r.pass_to_fail)), ("fail->fail", len(r.fail_to_fail)),
+                    ("other", len(r.other))])]
+    files = sorted({tid.split("::")[0] for tid in r.not_run})
+    for f in files:
+        reason = next(v for k, v in r.not_run.items() if k.split("::")[0] == f)
+        lines.append(f"not run here: {f} ({reason}); run it with MODE=container")
+    lines += [f"INVALID: {why}" for why in r.invalid]
+    lines += [f"MISMATCH: {m}" for m in r.mismatches]
+    lines.append(f"verdict: {'matches the declared delta' if r.ok else 'does not match'}; report: {r.report}")
+    return "\n".join(lines)
