@@ -172,3 +172,11 @@ def test_container_mode_without_engine_says_so(miniature_template, tmp_path, mon
     from patchkit.errors import BadInput
     with pytest.raises(BadInput, match="needs docker"):
         ContainerRunner("docker").run([Job("patched", tmp_path, tmp_path, "img")], [REGRESSION], [])
+
+
+def test_declared_test_missing_at_the_ref_is_named(upstream, tmp_path):
+    root = copy_root(tmp_path)
+    _edit_expected(root, "rc25", lambda d: d["tests"].update(neighbours=["tests/unittest/test_gone.py"]))
+    res = run_delta(upstream, "rc25", tmp_path, root)
+    assert res.valid and not res.ok
+    assert res.mismatches == ["tests/unittest/test_gone.py: declared, but does not exist at refs/tags/v1.3.0rc25"]

@@ -83,14 +83,18 @@ def delta(ps: PatchSet, *, repo: Repo, mode: str, report: Path, runner: Runner |
     report.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="patchkit-delta-"))
     try:
-        paths = sorted(set(ps.touched_paths) | set(tests))
-        tr = trees.build(repo, base, ps, work / "trees", paths=_existing(repo, base, ps, paths))
+        paths = _existing(repo, base, ps, sorted(set(ps.touched_paths) | set(tests)))
+        missing = [t for t in tests if t not in paths]
+        tests = [t for t in tests if t in paths]
+        tr = trees.build(repo, base, ps, work / "trees", paths=paths)
         out = work / "out"
         out.mkdir()
         if mode == "container" and images is None:
             raise BadInput("MODE=container needs the base and patched images (make container first)")
         jobs = [Job("unpatched", tr.unpatched, out, images[0] if images else None),
                 Job("patched", tr.patched, out, images[1] if images else None)]
+        if not tests:
+            raise BadInput(f"none of the {ps.target} set's tests exists at {ref}: {', '.join(missing)}")
         unpatched, patched = runner.run(jobs, tests, source_modules(ps))
         junit = {}
         for run in (unpatched, patched):
@@ -103,10 +107,11 @@ def delta(ps: PatchSet, *, repo: Repo, mode: str, report: Path, runner: Runner |
     d = compare.classify(unpatched, patched)
     invalid = compare.validity(unpatched) + compare.validity(patched)
     expected = (ps.expected or {}).get(mode, {})
-    mismatches = compare.grade(expected, unpatched, patched, d, tests)
+    mismatches = [f"{t}: declared, but does not exist at {ref}" for t in missing]
+    mismatches += compare.grade(expected, unpatched, patched, d, tests)
     not_run = {tid: v.get("reason", "") for run in (unpatched, patched) for tid, v in run.tests.items()
                if v["outcome"] == "not_run"}
-    result = DeltaResult(ps.target, mode, ref, base, tests, _tree_summary(unpatched), _tree_summary(patched),
+    result = DeltaResult(ps.target, mode, ref, base, list(ps.tests.all), _tree_summary(unpatched), _tree_summary(patched),
                          d.fail_to_pass, d.pass_to_pass, d.pass_to_fail, d.fail_to_fail, d.other, not_run,
                          expected, not mismatches, mismatches, not invalid, invalid, junit, str(report))
     report.write_text(json.dumps(_jsonable(result), indent=2, sort_keys=True) + "\n")

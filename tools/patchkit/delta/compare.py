@@ -26,7 +26,8 @@ def validity(run: TreeRun) -> list[str]:
         said = f": {run.stderr}" if run.stderr else ""
         return [f"{run.name}: pytest wrote no outcomes (exit {run.exitstatus}){said}"]
     if run.exitstatus in INVALID_EXIT:
-        return [f"{run.name}: pytest {INVALID_EXIT[run.exitstatus]} (exit {run.exitstatus})"]
+        said = f": {run.stderr}" if run.stderr else ""
+        return [f"{run.name}: pytest {INVALID_EXIT[run.exitstatus]} (exit {run.exitstatus}){said}"]
     c = counts(run)
     bad = c["failed"] + c["error"] + c["not_run"]
     if run.exitstatus == 0 and bad:
