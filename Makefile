@@ -11,7 +11,7 @@ SETUP      ?= $(VENV)/.installed
 PATCHKIT   ?= $(VENV)/bin/patchkit
 PYTEST     ?= $(VENV)/bin/python -m pytest
 
-.PHONY: setup demo test apply unapply check miniature targets bench delta
+.PHONY: setup demo test apply unapply check miniature targets bench delta waivers
 setup: $(SETUP)
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV) && $(VENV)/bin/pip install -q --disable-pip-version-check -e . && touch $@
@@ -27,3 +27,4 @@ bench: $(SETUP) ; $(PATCHKIT) bench --workdir $(BUILD)/bench
 MODE       ?=
 REPORT     ?=
 delta: $(SETUP) ; $(PATCHKIT) delta --target $(TRTLLM) --src $(TRTLLM_SRC) $(if $(TRTLLM_URL),--url $(TRTLLM_URL)) $(if $(MODE),--mode $(MODE)) $(if $(REPORT),--report $(REPORT))
+waivers: $(SETUP) ; $(PATCHKIT) waivers --target $(TRTLLM) --src $(TRTLLM_SRC) $(if $(TRTLLM_URL),--url $(TRTLLM_URL))

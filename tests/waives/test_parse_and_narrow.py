@@ -68,3 +68,44 @@ def test_narrowing_that_would_widen_a_waiver_is_refused():
     extra = parse_test_db("l0_gpu:\n- tests:\n  - unittest/_torch/executor/test_config_lookup.py\n", "l0_gpu.yml")
     with pytest.raises(Conflict, match="would change waivers of .*test_config_lookup.py"):
         narrow(WAIVES, STAGES + extra, FILES, [NEW])
+
+
+def test_a_line_with_several_ids_keeps_the_others_and_its_hardware_prefix():
+    text = WAIVES.replace("unittest/_torch/executor SKIP (https://nvbugs/6800103)",
+                          "full:A10/unittest/_torch/executor unittest/other/test_x.py SKIP (https://nvbugs/6800103)")
+    a10 = [s for s in STAGES if s.name == "l0_a10"]
+    cpu_as_a10 = [type(s)(s.name, s.file, {"wildcards": {"gpu": ["*a10*"]}}, s.items) for s in STAGES if s.name == "l0_cpu"]
+    n = narrow(text, a10 + cpu_as_a10, FILES, [NEW])
+    assert "unittest/other/test_x.py SKIP (https://nvbugs/6800103)" in n.after.splitlines()
+    assert "full:A10/unittest/_torch/executor/test_config_lookup.py SKIP (https://nvbugs/6800103)" in n.after.splitlines()
+    assert not any(line.startswith("full:A10/unittest/_torch/executor ") for line in n.after.splitlines())
+
+
+def test_make_waivers_reports_lines_levels_and_stages(miniature_template, capsys):
+    from patchkit.cli import main
+    code = main(["--root", str(ROOT), "waivers", "--target", "rc25", "--src", str(miniature_template)])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert (f"{NEW}: waived by line 7 at the outer level in l0_cpu: unittest/_torch/executor SKIP "
+            "(https://nvbugs/6800103)") in out
+    assert f"after the set's edit:\n  {NEW}: runs (no line waives it)" in out
+    code = main(["--root", str(ROOT), "waivers", "--target", "main", "--src", str(miniature_template)])
+    out = capsys.readouterr().out
+    assert "nothing to change" in out and "waived by" not in out
+
+
+def test_malformed_waives_file_stops_apply_with_nothing_written(upstream, tmp_path, capsys):
+    from helpers import sh, state_of
+    from patchkit.cli import main
+    waives = upstream / "tests/integration/test_lists/waives.txt"
+    waives.write_text(waives.read_text() + "unittest/broken.py SKIP no parentheses\n")
+    sh("git", "-C", upstream, "commit", "-qam", "A malformed waiver")
+    sh("git", "-C", upstream, "tag", "-f", "v1.3.0rc25")
+    clone = tmp_path / "clone"
+    sh("git", "clone", "-q", upstream.as_uri(), clone)
+    before = state_of(clone)
+    code = main(["--root", str(ROOT), "apply", "--target", "rc25", "--src", str(clone)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.strip() == ("patchkit: error: tests/integration/test_lists/waives.txt:10: "
+                                        "the reason must be in parentheses")
+    assert state_of(clone) == before

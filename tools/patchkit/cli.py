@@ -44,6 +44,8 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--url", help="clone from here when --src does not exist (default: the set's upstream)")
     sp.add_argument("--threeway", action="store_true", help="merge drifted patches 3-way")
     target_cmd("unapply", "return the checkout to where it was before apply")
+    sp = target_cmd("waivers", "which waiver lines skip the set's tests, now and after its edit")
+    sp.add_argument("--url", help="clone from here when --src does not exist")
     sp = target_cmd("delta", "run the set's tests unpatched and patched, and grade the delta")
     sp.add_argument("--url", help="clone from here when --src does not exist")
     sp.add_argument("--mode", choices=("source", "container"), help="default: source unless tensorrt_llm is importable")
@@ -132,6 +134,13 @@ def _dispatch(args: argparse.Namespace) -> str:
         res = delta_cmd.delta(ps, repo=repo, mode=args.mode or delta_cmd.default_mode(), report=report.resolve())
         print(render.as_json(res) if args.json else delta_cmd.render(res))
         return "" if res.ok else _fail(ExitCode.MISMATCH)
+    if args.command == "waivers":
+        from .upstream import base_of, obtain
+        from .waives import report as waiver_report
+        repo, _ = obtain(ps, args.src, args.url)
+        ref, _sha = base_of(repo, ps)
+        res = waiver_report.report(ps, repo, ref)
+        return render.as_json(res) if args.json else waiver_report.render(res)
     if args.command == "unapply":
         res = apply_mod.unapply(ps, src=args.src)
         return render.as_json(res) if args.json else f"{res.target}: {res.checkout} is back on {res.restored}; branch {res.branch} removed"

@@ -16,6 +16,15 @@ def test_files(repo: Repo, rev: str, env: dict | None = None) -> list[str]:
     return sorted(p for p in out.split("\0") if p and posixpath.basename(p).startswith("test_") and p.endswith(".py"))
 
 
+def load_stages(repo: Repo, rev: str, test_db: str) -> list:
+    """Every stage of every test-db yml under test_db at rev."""
+    stages = []
+    for path in repo.run("ls-tree", "-r", "--name-only", "-z", rev, "--", test_db + "/").stdout.split("\0"):
+        if path.endswith((".yml", ".yaml")):
+            stages += parse_test_db(repo.out("show", f"{rev}:{path}"), path)
+    return stages
+
+
 def compute(repo: Repo, rev: str, intent: WaiverIntent, index_env: dict | None = None) -> Narrowing:
     """The narrowing of intent.waives_file at rev (or in the index given by index_env)."""
     spec = f":{intent.waives_file}" if index_env else f"{rev}:{intent.waives_file}"
@@ -23,10 +32,7 @@ def compute(repo: Repo, rev: str, intent: WaiverIntent, index_env: dict | None =
     if res.returncode != 0:
         return Narrowing(False, f"{intent.waives_file} does not exist at this ref; nothing to change", "", "")
     waives = res.stdout
-    stages = []
-    for path in repo.run("ls-tree", "-r", "--name-only", "-z", rev, "--", intent.test_db + "/").stdout.split("\0"):
-        if path.endswith((".yml", ".yaml")):
-            stages += parse_test_db(repo.out("show", f"{rev}:{path}"), path)
+    stages = load_stages(repo, rev, intent.test_db)
     return narrow(waives, stages, test_files(repo, rev), list(intent.must_run), name=intent.waives_file)
 
 

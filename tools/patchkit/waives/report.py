@@ -1,0 +1,67 @@
+"""make waivers: which waiver lines skip the set's tests, at which level, in which stages."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..git import Repo
+from ..model import PatchSet
+from .edit import compute, load_stages
+from .match import hits
+from .narrow import Narrowing, test_id
+from .parse import parse_waives
+
+
+@dataclass
+class TestWaivers:
+    test: str
+    lines: list[dict] = field(default_factory=list)  # {line, text, level, stages}
+
+
+@dataclass
+class WaiverReport:
+    target: str
+    ref: str
+    waives_file: str
+    before: list[TestWaivers]
+    after: list[TestWaivers]
+    narrowing: Narrowing | None
+
+
+def report(ps: PatchSet, repo: Repo, ref: str) -> WaiverReport:
+    """For every test the set adds or declares: the lines that skip it now, and after the set's edit."""
+    intent = ps.waivers
+    tests = sorted(set(ps.tests.all) | (set(intent.must_run) if intent else set()))
+    waives_file = intent.waives_file if intent else "tests/integration/test_lists/waives.txt"
+    res = repo.run("show", f"{ref}:{waives_file}", check=False)
+    text = res.stdout if res.returncode == 0 else ""
+    stages = load_stages(repo, ref, intent.test_db if intent else "tests/integration/test_lists/test-db")
+    narrowing = compute(repo, ref, intent) if intent else None
+    after_text = narrowing.after if narrowing and narrowing.changed else text
+    return WaiverReport(ps.target, ref, waives_file, _per_test(tests, text, stages),
+                        _per_test(tests, after_text, stages), narrowing)
+
+
+def _per_test(tests: list[str], text: str, stages) -> list[TestWaivers]:
+    entries = parse_waives(text)
+    out = []
+    for t in tests:
+        tw = TestWaivers(t)
+        for h in hits(test_id(t), entries, stages):
+            tw.lines.append({"line": h.entry.lineno, "text": h.entry.text, "level": h.level, "stages": list(h.stages)})
+        out.append(tw)
+    return out
+
+
+def render(r: WaiverReport) -> str:
+    lines = [f"waivers {r.target} at {r.ref} ({r.waives_file})"]
+    for title, rows in (("now", r.before), ("after the set's edit", r.after)):
+        lines.append(f"{title}:")
+        for tw in rows:
+            if not tw.lines:
+                lines.append(f"  {tw.test}: runs (no line waives it)")
+            for h in tw.lines:
+                lines.append(f"  {tw.test}: waived by line {h['line']} at the {h['level']} level "
+                             f"in {', '.join(h['stages'])}: {h['text']}")
+    if r.narrowing is not None:
+        lines.append(f"edit: {r.narrowing.why}")
+    return "\n".join(lines)
