@@ -11,7 +11,7 @@ SETUP      ?= $(VENV)/.installed
 PATCHKIT   ?= $(VENV)/bin/patchkit
 PYTEST     ?= $(VENV)/bin/python -m pytest
 
-.PHONY: setup demo test apply unapply check miniature targets bench delta waivers
+.PHONY: setup demo test apply unapply check miniature targets bench delta waivers pr dco export check-export
 setup: $(SETUP)
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV) && $(VENV)/bin/pip install -q --disable-pip-version-check -e . && touch $@
@@ -28,3 +28,10 @@ MODE       ?=
 REPORT     ?=
 delta: $(SETUP) ; $(PATCHKIT) delta --target $(TRTLLM) --src $(TRTLLM_SRC) $(if $(TRTLLM_URL),--url $(TRTLLM_URL)) $(if $(MODE),--mode $(MODE)) $(if $(REPORT),--report $(REPORT))
 waivers: $(SETUP) ; $(PATCHKIT) waivers --target $(TRTLLM) --src $(TRTLLM_SRC) $(if $(TRTLLM_URL),--url $(TRTLLM_URL))
+BRANCH     ?= overlay/$(TRTLLM)
+SIGNOFF    ?=
+FIX        ?=
+pr: $(SETUP) ; $(PATCHKIT) pr --target $(TRTLLM) --src $(TRTLLM_SRC) $(if $(REPORT),--report $(REPORT)) $(if $(SIGNOFF),--signoff "$(SIGNOFF)")
+dco: $(SETUP) ; $(PATCHKIT) dco --src $(TRTLLM_SRC) --branch $(BRANCH) $(if $(FIX),--fix) $(if $(SIGNOFF),--signoff "$(SIGNOFF)")
+export: $(SETUP) ; $(PATCHKIT) export --target $(TRTLLM) --src $(TRTLLM_SRC) --branch $(BRANCH)
+check-export: $(SETUP) ; $(PATCHKIT) check-export --target $(TRTLLM) --src $(TRTLLM_SRC) --branch $(BRANCH)

@@ -44,6 +44,20 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--url", help="clone from here when --src does not exist (default: the set's upstream)")
     sp.add_argument("--threeway", action="store_true", help="merge drifted patches 3-way")
     target_cmd("unapply", "return the checkout to where it was before apply")
+    sp = target_cmd("pr", "a signed-off PR branch, title and body from the last delta report")
+    sp.add_argument("--report", type=Path, help="the delta report (default build/delta/<target>.json)")
+    sp.add_argument("--signoff", help="'Name <email>' (default: git config user.name/user.email)")
+    sp.add_argument("--out", type=Path, help="where to write title, body and patches (default build/pr/<target>)")
+    sp = sub.add_parser("dco", help="check (or fix) DCO sign-offs on a branch")
+    sp.add_argument("--src", type=Path, required=True)
+    sp.add_argument("--branch", required=True)
+    sp.add_argument("--base", help="check base..branch (default: commits on no remote branch or tag)")
+    sp.add_argument("--fix", action="store_true", help="add missing sign-offs, keeping the old tip on a backup ref")
+    sp.add_argument("--signoff", help="'Name <email>' for --fix (default: git config)")
+    for name, help in (("export", "write a branch back into the target's patch set"),
+                       ("check-export", "fail when patches/<target> differs from the branch")):
+        sp = target_cmd(name, help)
+        sp.add_argument("--branch", help="default: the set's branch (overlay/<target>)")
     sp = target_cmd("waivers", "which waiver lines skip the set's tests, now and after its edit")
     sp.add_argument("--url", help="clone from here when --src does not exist")
     sp = target_cmd("delta", "run the set's tests unpatched and patched, and grade the delta")
@@ -122,6 +136,14 @@ def _dispatch(args: argparse.Namespace) -> str:
         names = args.target or patchset.targets(root)
         res = check_mod.check([patchset.load(root, t) for t in names], src=args.src)
         return render.as_json(res) if args.json else render.check_results(res)
+    if args.command == "dco":
+        from .git import Repo
+        from .pr import dco
+        repo = Repo.open(args.src)
+        res = (dco.fix(repo, args.branch, dco.signoff_identity(repo, args.signoff), args.base) if args.fix
+               else dco.check(repo, args.branch, args.base))
+        print(render.as_json(res) if args.json else render.dco_result(res))
+        return "" if res.ok else _fail(ExitCode.MISMATCH)
     ps = patchset.load(root, args.target)
     if args.command == "apply":
         res = apply_mod.apply(ps, src=args.src, url=args.url, threeway=args.threeway)
@@ -134,6 +156,21 @@ def _dispatch(args: argparse.Namespace) -> str:
         res = delta_cmd.delta(ps, repo=repo, mode=args.mode or delta_cmd.default_mode(), report=report.resolve())
         print(render.as_json(res) if args.json else delta_cmd.render(res))
         return "" if res.ok else _fail(ExitCode.MISMATCH)
+    if args.command == "pr":
+        from .git import Repo
+        from .pr import branch as pr_branch
+        res = pr_branch.pr(ps, repo=Repo.open(args.src),
+                           report=(args.report or root / "build" / "delta" / f"{ps.target}.json").resolve(),
+                           out_dir=(args.out or root / "build" / "pr" / ps.target).resolve(), signoff=args.signoff)
+        return render.as_json(res) if args.json else (
+            f"branch {res.branch} {res.tip[:12]} ({len(res.messages)} commits, signed off); written to {res.out_dir}\n\n"
+            f"{res.title}\n\n{res.body}")
+    if args.command in ("export", "check-export"):
+        from .git import Repo
+        from .pr import export as export_mod
+        res = export_mod.export(ps, Repo.open(args.src), args.branch or ps.branch, check_only=args.command == "check-export")
+        print(render.as_json(res) if args.json else render.export_result(res))
+        return "" if res.up_to_date or args.command == "export" else _fail(ExitCode.MISMATCH)
     if args.command == "waivers":
         from .upstream import base_of, obtain
         from .waives import report as waiver_report

@@ -116,15 +116,21 @@ class Repo:
         return [line[3:] for line in text.splitlines() if line.strip()]
 
     def identity(self) -> Identity | None:
-        """The committer identity git would use, or None when git has none."""
-        res = self.run("var", "GIT_COMMITTER_IDENT", check=False)
-        if res.returncode != 0:
-            return None
-        name, _, rest = res.stdout.strip().partition(" <")
-        email = rest.split(">", 1)[0]
-        if not name or not email:
-            return None
-        return Identity(name, email)
+        """The identity the user configured (GIT_COMMITTER_* or user.name/user.email), else None.
+
+        Never git's guess from the host name: a sign-off or a commit must not carry an
+        identity nobody chose.
+        """
+        def config(key: str) -> str:
+            res = self.run("config", "--get", key, check=False)
+            return res.stdout.strip() if res.returncode == 0 else ""
+        name = os.environ.get("GIT_COMMITTER_NAME") or config("user.name")
+        email = os.environ.get("GIT_COMMITTER_EMAIL") or config("user.email")
+        return Identity(name, email) if name and email else None
+
+    def commits(self, rng: str) -> list[Sha]:
+        """Commits of a range (e.g. 'base..branch'), oldest first."""
+        return [Sha(s) for s in self.out("rev-list", "--reverse", "--topo-order", rng).splitlines() if s]
 
     def ls_tree(self, rev: str, path: str = "", recursive: bool = True) -> list[tuple[str, str, str]]:
         """(mode, type, path) entries under path at rev, read from trees only (no blobs needed)."""

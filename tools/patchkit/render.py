@@ -65,3 +65,24 @@ def check_results(results) -> str:
             detail = f"at {o.drift.one_line()}" if o.drift else ""
             details.append((f"  {r.target}", o.patch.name, o.status, detail))
     return table(rows, ("target", "ref", "commit", "verdict")) + ("\n" + table(details) if details else "")
+
+
+def dco_result(r) -> str:
+    head = (f"{r.branch}: {r.checked} commit(s) checked, {r.skipped_merges} merge(s) skipped"
+            + (f"; sign-offs added, old tip kept at {r.backup_ref}" if r.fixed else ""))
+    if r.ok:
+        return head + "; all signed off"
+    rows = [(v.commit[:12], v.subject[:50], v.reason) for v in r.violations]
+    return head + f"; {len(r.violations)} violation(s):\n" + table(rows, ("commit", "subject", "problem")) + \
+        "\nfix: make dco FIX=1 BRANCH=" + r.branch
+
+
+def export_result(r) -> str:
+    if r.up_to_date:
+        return f"patches/{r.target} is up to date with {r.branch} ({len(r.written)} patch(es), byte-identical)"
+    verb = "differs from" if r.checked_only else "updated from"
+    lines = [f"patches/{r.target} {verb} {r.branch}:"]
+    lines += [f"  changed: {n}" for n in r.changed] + [f"  removed: {n}" for n in r.removed]
+    if r.checked_only:
+        lines.append(f"run: make export TRTLLM={r.target} BRANCH={r.branch}")
+    return "\n".join(lines)

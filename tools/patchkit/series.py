@@ -62,11 +62,13 @@ class TreeBuilder:
     """Commits on top of a base, built in a private index. Use as a context manager."""
 
     def __init__(self, repo: Repo, base: Sha, committer: Identity | None = None,
-                 committer_date: str | None = None) -> None:
+                 committer_date: str | None = None,
+                 message_filter: Callable[[str], str] | None = None) -> None:
         self.repo = repo
         self.tip = base
         self.committer = committer
         self.committer_date = committer_date
+        self.message_filter = message_filter  # e.g. adds a DCO sign-off to every commit
         self._tmp = tempfile.TemporaryDirectory(prefix="patchkit-index-")
         self.env = {"GIT_INDEX_FILE": str(Path(self._tmp.name) / "index")}
 
@@ -98,6 +100,8 @@ class TreeBuilder:
                    GIT_COMMITTER_EMAIL=committer.email)
         if self.committer_date:
             env["GIT_COMMITTER_DATE"] = self.committer_date
+        if self.message_filter:
+            message = self.message_filter(message)
         self.tip = self.repo.commit_tree(tree, self.tip, message, env)
         return self.tip
 
@@ -105,7 +109,8 @@ class TreeBuilder:
 def apply_series(repo: Repo, base: Sha, patches: Sequence[Patch], *, threeway: bool = False,
                  committer: Identity | None = None, committer_date: str | None = None,
                  stop_on_conflict: bool = True,
-                 extra: Callable[[TreeBuilder], None] | None = None) -> SeriesResult:
+                 extra: Callable[[TreeBuilder], None] | None = None,
+                 message_filter: Callable[[str], str] | None = None) -> SeriesResult:
     """Apply patches on base as commits; report each as applied, already upstream, 3-way or conflict.
 
     Nothing outside the object store changes. With stop_on_conflict=False every patch is
@@ -113,7 +118,7 @@ def apply_series(repo: Repo, base: Sha, patches: Sequence[Patch], *, threeway: b
     add commits of its own after the series (the waiver edit).
     """
     result = SeriesResult(base=base, tip=base)
-    with TreeBuilder(repo, base, committer, committer_date) as tb:
+    with TreeBuilder(repo, base, committer, committer_date, message_filter) as tb:
         for patch in patches:
             outcome = _apply_one(tb, patch, threeway)
             result.outcomes.append(outcome)

@@ -1,0 +1,120 @@
+"""make pr: title, body and signed-off commits from a measured delta; its refusals."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from patchkit import patchset
+from patchkit.delta import command as delta_cmd
+from patchkit.errors import BadInput, Conflict, NotFound
+from patchkit.git import Repo
+from patchkit.pr import branch as pr_branch, dco, title as title_mod
+from helpers import ROOT, copy_root, sh
+
+GOLDEN = ROOT / "tests" / "golden"
+SIGNOFF = "Jane Developer <jane.developer@example.com>"
+
+
+def measured(repo_path: Path, target: str, tmp_path: Path) -> Path:
+    report = tmp_path / "delta" / f"{target}.json"
+    res = delta_cmd.delta(patchset.load(ROOT, target), repo=Repo(repo_path), mode="source", report=report)
+    assert res.ok
+    return report
+
+
+def make_pr(checkout: Path, target: str, tmp_path: Path, report: Path, **kw):
+    return pr_branch.pr(patchset.load(ROOT, target), repo=Repo(checkout), report=report,
+                        out_dir=tmp_path / "pr" / target, committer_date="2026-11-29T12:00:00+00:00", **kw)
+
+
+def golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("PATCHKIT_UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert text == path.read_text(), f"{name} differs from tests/golden (PATCHKIT_UPDATE_GOLDEN=1 to accept)"
+
+
+@pytest.mark.parametrize("target", ["rc25", "main"])
+def test_title_body_and_commit_messages_match_golden_files(checkout, tmp_path, target):
+    res = make_pr(checkout, target, tmp_path, measured(checkout, target, tmp_path), signoff=SIGNOFF)
+    golden(f"pr_title_{target}.txt", res.title + "\n")
+    golden(f"pr_body_{target}.md", res.body)
+    golden(f"pr_commits_{target}.txt", "\n-----\n".join(res.messages))
+    assert (Path(res.out_dir) / "body.md").read_text() == res.body
+    assert dco.check(Repo(checkout), res.branch, res.base).ok
+    if target == "rc25":  # the computed waiver edit, rendered as an ordinary patch
+        last = sorted((Path(res.out_dir) / "patches").iterdir())[-1].read_text()
+        assert "-unittest/_torch/executor SKIP (https://nvbugs/6800103)" in last
+
+
+def test_numbers_come_from_the_report(checkout, tmp_path):
+    report = measured(checkout, "rc25", tmp_path)
+    data = json.loads(report.read_text())
+    first = next(t for t, o in data["unpatched"]["tests"].items() if o == "failed")
+    data["unpatched"]["tests"][first] = "passed"
+    data["unpatched"]["passed"] += 1
+    data["unpatched"]["failed"] -= 1
+    report.write_text(json.dumps(data))
+    res = make_pr(checkout, "rc25", tmp_path, report, signoff=SIGNOFF)
+    assert "without the fix 22 fail and 8 pass" in res.body
+
+
+def test_refuses_without_a_report(checkout, tmp_path):
+    with pytest.raises(NotFound, match="no delta report .*; run make delta TRTLLM=main"):
+        make_pr(checkout, "main", tmp_path, tmp_path / "none.json", signoff=SIGNOFF)
+
+
+def test_refuses_a_report_for_another_upstream_commit(checkout, tmp_path):
+    report = measured(checkout, "main", tmp_path)
+    data = json.loads(report.read_text())
+    data["upstream_commit"] = "0" * 40
+    report.write_text(json.dumps(data))
+    with pytest.raises(Conflict, match="measured on 000000000000, but main is .*; run make delta TRTLLM=main"):
+        make_pr(checkout, "main", tmp_path, report, signoff=SIGNOFF)
+
+
+def test_refuses_a_report_that_did_not_match(checkout, tmp_path):
+    report = measured(checkout, "main", tmp_path)
+    data = json.loads(report.read_text())
+    data["matches_expected"] = False
+    report.write_text(json.dumps(data))
+    with pytest.raises(Conflict, match="does not match the set's expectations"):
+        make_pr(checkout, "main", tmp_path, report, signoff=SIGNOFF)
+
+
+def test_refuses_without_an_identity(checkout, tmp_path, monkeypatch):
+    report = measured(checkout, "main", tmp_path)
+    empty = tmp_path / "empty-gitconfig"
+    empty.write_text("")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(empty))
+    with pytest.raises(BadInput, match='no sign-off identity: set SIGNOFF="Name <email>"'):
+        make_pr(checkout, "main", tmp_path, report)
+    assert Repo(checkout).rev_parse("refs/heads/pr/main") is None
+
+
+def test_identity_from_git_config_is_used(checkout, tmp_path):
+    res = make_pr(checkout, "main", tmp_path, measured(checkout, "main", tmp_path))
+    assert all(m.rstrip().endswith("Signed-off-by: Test User <test@example.com>") for m in res.messages)
+
+
+@pytest.mark.parametrize("text", [
+    "[#19514] Missing the type",
+    "[#19514][Fix] Uppercase type",
+    "[bug 19514][fix] Bad ticket",
+    "[None][fix] Trailing space ",
+])
+def test_bad_titles_are_errors(text):
+    with pytest.raises(BadInput, match="does not match upstream's rule"):
+        title_mod.check(text)
+
+
+def test_bad_title_from_metadata_stops_pr(checkout, tmp_path):
+    root = copy_root(tmp_path)
+    meta = root / "patches" / "main" / "patchset.yaml"
+    meta.write_text(meta.read_text().replace('title: "Size', 'title: " Size'))
+    with pytest.raises(BadInput, match="does not match upstream's rule"):
+        pr_branch.pr(patchset.load(root, "main"), repo=Repo(checkout), report=measured(checkout, "main", tmp_path),
+                     out_dir=tmp_path / "out", signoff=SIGNOFF)

@@ -1,0 +1,1 @@
+"""Preparing the upstream PR: title, body, signed-off branch, DCO check and fix, export."""

@@ -1,0 +1,70 @@
+"""make pr: a signed-off branch with the series, the PR title and body, from a measured delta."""
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import series
+from ..errors import Conflict
+from ..git import Repo, Sha
+from ..model import PatchSet
+from ..upstream import base_of
+from ..waives import edit as waiver_edit
+from . import body as body_mod, dco
+from .title import title as make_title
+
+
+@dataclass
+class PrResult:
+    target: str
+    branch: str
+    base: str
+    tip: str
+    title: str
+    body: str
+    messages: list[str] = field(default_factory=list)
+    out_dir: str = ""
+    patches: list[str] = field(default_factory=list)
+
+
+def pr(ps: PatchSet, *, repo: Repo, report: Path, out_dir: Path, signoff: str | None = None,
+       committer_date: str | None = None) -> PrResult:
+    """Build pr/<target> from the target's ref with every commit signed off, and render the text."""
+    ref, base = base_of(repo, ps)
+    rep = body_mod.load_report(report, ps, base)
+    who = dco.signoff_identity(repo, signoff)
+    pr_title = make_title(ps)
+
+    holder: dict = {}
+    res = series.apply_series(repo, base, ps.patches, committer=who, committer_date=committer_date,
+                              message_filter=lambda m: dco.add_signoff(repo, m, who),
+                              extra=lambda tb: holder.__setitem__("w", waiver_edit.apply_to(tb, ps)))
+    if not res.ok:
+        bad = next(o for o in res.outcomes if o.status == series.CONFLICT)
+        raise Conflict(f"{bad.patch.name} does not apply to {ref}: {bad.drift.one_line()}; run make check")
+    skipped = res.named(series.UPSTREAM)
+    if skipped:
+        raise Conflict(f"{', '.join(skipped)} already upstream at {ref}; update the patch set before a PR")
+    branch = f"pr/{ps.target}"
+    old = repo.rev_parse(f"refs/heads/{branch}")
+    if old != res.tip:
+        repo.update_ref(f"refs/heads/{branch}", res.tip, old, f"patchkit pr {ps.target}")
+
+    shas = repo.commits(f"{base}..{res.tip}")
+    files = sorted(set(repo.out("diff", "--name-only", base, res.tip).splitlines()))
+    waiver = holder.get("w")
+    waiver_text = (f"{waiver.why}; the edit is the last commit." if waiver and waiver.changed
+                   else (f"{waiver.why}." if waiver else None))
+    text = body_mod.render(body_mod.context(ps, rep, files, waiver_text))
+    messages = [repo.out("show", "-s", "--format=%B", s) + "\n" for s in shas]
+
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    (out_dir / "patches").mkdir(parents=True)
+    (out_dir / "title.txt").write_text(pr_title + "\n")
+    (out_dir / "body.md").write_text(text)
+    repo.run("format-patch", "-q", "--zero-commit", "--no-signature", "--no-stat", "-o", str(out_dir / "patches"),
+             f"{base}..{res.tip}")
+    return PrResult(ps.target, branch, base, res.tip, pr_title, text, messages, str(out_dir),
+                    sorted(p.name for p in (out_dir / "patches").iterdir()))

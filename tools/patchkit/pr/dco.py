@@ -1,0 +1,145 @@
+"""DCO sign-offs: check a branch as upstream's DCO check does, add what is missing.
+
+A commit passes when one of its Signed-off-by trailers names its author or its committer
+(name and email, case-insensitively); merge commits are skipped.
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+
+from ..errors import BadInput, Conflict, NotFound
+from ..git import Identity, Repo, Sha
+
+_IDENT = re.compile(r"^\s*(?P<name>[^<]*?)\s*<(?P<email>[^>]+)>\s*$")
+
+
+def parse_identity(text: str) -> Identity:
+    """'Name <email>' -> Identity; BadInput otherwise."""
+    m = _IDENT.match(text or "")
+    if not m or not m["name"] or "@" not in m["email"]:
+        raise BadInput(f"SIGNOFF must look like 'Name <email>', not {text!r}")
+    return Identity(m["name"], m["email"])
+
+
+def signoff_identity(repo: Repo, signoff: str | None) -> Identity:
+    """SIGNOFF if given, else git config; never invented."""
+    if signoff:
+        return parse_identity(signoff)
+    ident = repo.identity()
+    if ident is None:
+        raise BadInput("no sign-off identity: set SIGNOFF=\"Name <email>\" or git config user.name and user.email")
+    return ident
+
+
+def add_signoff(repo: Repo, message: str, who: Identity) -> str:
+    """The message with 'Signed-off-by: who' added unless it is already there."""
+    return repo.out("interpret-trailers", "--if-exists", "addIfDifferent",
+                    "--trailer", f"Signed-off-by: {who}", input=message.rstrip("\n") + "\n") + "\n"
+
+
+@dataclass(frozen=True)
+class Violation:
+    commit: str
+    subject: str
+    reason: str
+
+
+@dataclass
+class DcoResult:
+    branch: str
+    range: str
+    checked: int
+    skipped_merges: int
+    violations: list[Violation] = field(default_factory=list)
+    fixed: bool = False
+    backup_ref: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+
+def _same(a: Identity, b: Identity) -> bool:
+    return a.name.strip().lower() == b.name.strip().lower() and a.email.strip().lower() == b.email.strip().lower()
+
+
+def check_commit(repo: Repo, sha: str) -> tuple[bool, str | None]:
+    """(is_merge, reason it fails or None)."""
+    fields = repo.out("show", "-s", "--format=%P%x00%an%x00%ae%x00%cn%x00%ce%x00%B", sha).split("\0", 5)
+    parents, an, ae, cn, ce, body = fields
+    if len(parents.split()) > 1:
+        return True, None
+    trailers = repo.out("interpret-trailers", "--parse", input=body)
+    signoffs = []
+    for line in trailers.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip().lower() == "signed-off-by":
+            m = _IDENT.match(value)
+            if m:
+                signoffs.append(Identity(m["name"], m["email"]))
+    if not signoffs:
+        return False, "no Signed-off-by trailer"
+    people = (Identity(an, ae), Identity(cn, ce))
+    if any(_same(s, p) for s in signoffs for p in people):
+        return False, None
+    emails = {p.email.lower() for p in people}
+    if any(s.email.lower() in emails for s in signoffs):
+        return False, "Signed-off-by name differs from the author's and committer's"
+    return False, f"Signed-off-by ({', '.join(map(str, signoffs))}) matches neither author ({people[0]}) nor committer ({people[1]})"
+
+
+def default_range(repo: Repo, branch: str, base: str | None) -> str:
+    if repo.rev_parse(branch) is None:
+        raise NotFound(f"branch {branch} is not in {repo.path}")
+    if base:
+        return f"{base}..{branch}"
+    return f"{branch} --not --remotes --tags"
+
+
+def check(repo: Repo, branch: str, base: str | None = None) -> DcoResult:
+    rng = default_range(repo, branch, base)
+    shas = [s for s in repo.out("rev-list", "--reverse", "--topo-order", *rng.split()).splitlines() if s]
+    result = DcoResult(branch, rng, 0, 0)
+    for sha in shas:
+        merge, reason = check_commit(repo, sha)
+        if merge:
+            result.skipped_merges += 1
+            continue
+        result.checked += 1
+        if reason:
+            subject = repo.out("show", "-s", "--format=%s", sha)
+            result.violations.append(Violation(sha, subject, reason))
+    return result
+
+
+def fix(repo: Repo, branch: str, who: Identity, base: str | None = None) -> DcoResult:
+    """Rewrite the branch so every commit carries who's sign-off (who becomes the committer).
+
+    The old tip is kept at refs/patchkit-backup/<branch>; the branch moves by compare-and-swap.
+    """
+    before = check(repo, branch, base)
+    if before.ok:
+        return before
+    if before.skipped_merges:
+        raise Conflict(f"{branch} has merge commits; add the sign-offs by hand (git rebase --signoff)")
+    ref = f"refs/heads/{branch}"
+    old_tip = repo.rev_parse(ref)
+    if old_tip is None:
+        raise NotFound(f"{branch} is not a local branch in {repo.path}")
+    rng = default_range(repo, branch, base)
+    shas = [s for s in repo.out("rev-list", "--reverse", "--topo-order", *rng.split()).splitlines() if s]
+    parent = repo.out("rev-parse", f"{shas[0]}^")
+    for sha in shas:
+        an, ae, ad, tree, body = repo.out("show", "-s", "--format=%an%x00%ae%x00%ad%x00%T%x00%B",
+                                          "--date=raw", sha).split("\0", 4)
+        env = {"GIT_AUTHOR_NAME": an, "GIT_AUTHOR_EMAIL": ae, "GIT_AUTHOR_DATE": ad,
+               "GIT_COMMITTER_NAME": who.name, "GIT_COMMITTER_EMAIL": who.email}
+        parent = repo.commit_tree(tree, Sha(parent), add_signoff(repo, body, who), env)
+    backup = f"refs/patchkit-backup/{branch}"
+    repo.run("update-ref", "-m", f"patchkit dco: backup before fix {int(time.time())}", backup, old_tip)
+    repo.update_ref(ref, Sha(parent), old_tip, "patchkit dco: add sign-offs")
+    after = check(repo, branch, base)
+    after.fixed, after.backup_ref = True, backup
+    return after

@@ -1,0 +1,91 @@
+"""make export / check-export: write a branch back into its patch set, deterministically.
+
+Exporting an unchanged branch leaves every patch file byte-identical: no commit ids
+(--zero-commit), no blob ids (index lines are dropped; they churn whenever upstream touches
+any other line of a file, and 3-way finds its base in history instead), no diffstat, no
+signature. The computed waiver commit is not exported: it is recomputed at every apply.
+"""
+from __future__ import annotations
+
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import BadInput, NotFound
+from ..git import Repo
+from ..model import PatchSet
+from ..upstream import base_of
+
+_INDEX = re.compile(r"^index [0-9a-f]+\.\.[0-9a-f]+( \d+)?\n", re.M)
+
+
+@dataclass
+class ExportResult:
+    target: str
+    branch: str
+    written: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    checked_only: bool = False
+
+    @property
+    def up_to_date(self) -> bool:
+        return not (self.changed or self.removed)
+
+
+def render_patches(ps: PatchSet, repo: Repo, branch: str) -> dict[str, bytes]:
+    """The patch files the branch would export to: {file name: bytes}."""
+    _ref, base = base_of(repo, ps)
+    if repo.rev_parse(branch) is None:
+        raise NotFound(f"branch {branch} is not in {repo.path}")
+    shas = repo.commits(f"{base}..{branch}")
+    waives = ps.waivers.waives_file if ps.waivers else None
+    computed = [s for s in shas if waives and repo.out("diff-tree", "--no-commit-id", "--name-only", "-r", s) == waives]
+    if computed and computed != shas[-len(computed):]:
+        raise BadInput(f"{branch}: the waiver commit must come last (it is recomputed at apply); reorder the branch")
+    keep = shas[: len(shas) - len(computed)]
+    if not keep:
+        raise BadInput(f"{branch} has no commits beyond {base[:12]} to export")
+    with tempfile.TemporaryDirectory(prefix="patchkit-export-") as tmp:
+        repo.run("format-patch", "-q", "--zero-commit", "--no-signature", "--no-stat", "-o", tmp,
+                 f"{base}..{keep[-1]}")
+        return {p.name: _INDEX.sub("", p.read_text(encoding="utf-8")).encode() for p in sorted(Path(tmp).iterdir())}
+
+
+def export(ps: PatchSet, repo: Repo, branch: str, check_only: bool = False) -> ExportResult:
+    new = render_patches(ps, repo, branch)
+    old = {p.name: p.read_bytes() for p in ps.root.glob("*.patch")}
+    result = ExportResult(ps.target, branch, sorted(new), checked_only=check_only)
+    result.changed = sorted(n for n, data in new.items() if old.get(n) != data)
+    result.removed = sorted(set(old) - set(new))
+    if check_only or result.up_to_date:
+        return result
+    for name in result.removed:
+        (ps.root / name).unlink()
+    for name in result.changed:
+        (ps.root / name).write_bytes(new[name])
+    if sorted(old) != sorted(new) or [p.name for p in ps.patches] != sorted(new):
+        _write_series(ps, sorted(new))
+    return result
+
+
+def _write_series(ps: PatchSet, names: list[str]) -> None:
+    """Rewrite only the series block of patchset.yaml; comments and the rest stay as they are."""
+    meta = ps.root / "patchset.yaml"
+    text = meta.read_text()
+    flags = {p.name: p.tests_only for p in ps.patches}
+    lines = ["series:\n"]
+    for name in names:
+        lines.append(f"  - file: {name}\n")
+        tests_only = flags.get(name)
+        if tests_only is None:  # a new patch: test-only when it only touches tests/
+            data = (ps.root / name).read_text()
+            paths = re.findall(r"^diff --git a/(\S+) b/", data, re.M)
+            tests_only = bool(paths) and all(p.startswith("tests/") for p in paths)
+        if tests_only:
+            lines.append("    tests_only: true\n")
+    block = re.compile(r"^series:\n(?:[ \t]+.*\n|[ \t]*-.*\n)*", re.M)
+    if not block.search(text):
+        raise BadInput(f"{meta}: no series block to update")
+    meta.write_text(block.sub("".join(lines), text, count=1))

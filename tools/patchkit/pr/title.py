@@ -1,0 +1,31 @@
+"""The PR title, checked against upstream's title rule (enforced there by a workflow)."""
+from __future__ import annotations
+
+import re
+
+from ..errors import BadInput
+from ..model import PatchSet
+
+TITLE_RULE = re.compile(r"^(\[(None|[A-Z0-9]+-[0-9]+|#[0-9]+|https:\/\/nvbugs\/[0-9]+)\]) *(\[[a-z0-9]+\]) (([^ ].*)?[^ ])$")
+
+
+def ticket(ps: PatchSet) -> str:
+    """'#19514' for a GitHub issue URL, the nvbugs URL as is, else 'None'."""
+    m = re.search(r"github\.com/[^/]+/[^/]+/issues/(\d+)$", ps.bug)
+    if m:
+        return f"#{m.group(1)}"
+    if re.fullmatch(r"https://nvbugs/\d+", ps.bug):
+        return ps.bug
+    return "None"
+
+
+def title(ps: PatchSet, kind: str = "fix") -> str:
+    text = f"[{ticket(ps)}][{kind}] {ps.title}"
+    check(text)
+    return text
+
+
+def check(text: str) -> None:
+    if not TITLE_RULE.match(text):
+        raise BadInput(f"PR title {text!r} does not match upstream's rule "
+                       "'[ticket][type] Summary' (ticket: None, ABC-123, #123 or an nvbugs URL; type lowercase)")
