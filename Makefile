@@ -11,7 +11,7 @@ SETUP      ?= $(VENV)/.installed
 PATCHKIT   ?= $(VENV)/bin/patchkit
 PYTEST     ?= $(VENV)/bin/python -m pytest
 
-.PHONY: setup demo test apply unapply check miniature targets bench delta waivers pr dco export check-export
+.PHONY: setup demo test apply unapply check miniature targets bench delta waivers pr dco export check-export container container-push
 setup: $(SETUP)
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV) && $(VENV)/bin/pip install -q --disable-pip-version-check -e . && touch $@
@@ -35,3 +35,9 @@ pr: $(SETUP) ; $(PATCHKIT) pr --target $(TRTLLM) --src $(TRTLLM_SRC) $(if $(REPO
 dco: $(SETUP) ; $(PATCHKIT) dco --src $(TRTLLM_SRC) --branch $(BRANCH) $(if $(FIX),--fix) $(if $(SIGNOFF),--signoff "$(SIGNOFF)")
 export: $(SETUP) ; $(PATCHKIT) export --target $(TRTLLM) --src $(TRTLLM_SRC) --branch $(BRANCH)
 check-export: $(SETUP) ; $(PATCHKIT) check-export --target $(TRTLLM) --src $(TRTLLM_SRC) --branch $(BRANCH)
+BUILDER    ?=
+BASE       ?=
+REGISTRY   ?=
+TLS_VERIFY ?= true
+container: $(SETUP) ; $(PATCHKIT) container --target $(TRTLLM) --src $(TRTLLM_SRC) $(if $(TRTLLM_URL),--url $(TRTLLM_URL)) $(if $(BASE),--base $(BASE)) $(if $(BUILDER),--builder $(BUILDER))
+container-push: $(SETUP) ; $(PATCHKIT) container-push --target $(TRTLLM) --registry $(REGISTRY) --tls-verify $(TLS_VERIFY) $(if $(BASE),--base $(BASE)) $(if $(BUILDER),--builder $(BUILDER))

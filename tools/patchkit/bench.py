@@ -107,6 +107,76 @@ def render_delta_bench(b: DeltaBench) -> str:
             f"({verdict} the {b.target_seconds:.0f} s target)")
 
 
+@dataclass(frozen=True)
+class ContainerBench:
+    small_seconds: float
+    big_seconds: float
+    big_base_mb: int
+    layer_bytes: int
+    driver: str
+
+    @property
+    def ratio(self) -> float:
+        return self.big_seconds / max(self.small_seconds, 1e-9)
+
+
+def container_bench(root: Path, workdir: Path, big_mb: int = 1024, driver: str = "overlay") -> ContainerBench | str:
+    """Build time of the patched image from a small base and from a ~1 GB base (buildah).
+
+    overlay storage shares the base's layers, as docker and podman do; vfs (what the tests
+    use, since it works everywhere) copies the whole base for every build, so its times grow
+    with the base while the patched layer does not.
+    """
+    import json
+    import os
+    import shutil as sh
+    from .container import build as cbuild
+    from .container.testbase import make_base
+    if not sh.which("buildah") or not sh.which("skopeo"):
+        return "container bench skipped: needs buildah and skopeo"
+    store = workdir / "containers"
+    if store.exists():
+        sh.rmtree(store)
+    store.mkdir(parents=True)
+    conf = store / "storage.conf"
+    conf.write_text(f'[storage]\ndriver = "{driver}"\ngraphroot = "{store}/graph"\nrunroot = "{store}/run"\n')
+    os.environ.update(CONTAINERS_STORAGE_CONF=str(conf), BUILDAH_ISOLATION="chroot")
+    up = workdir / "container-upstream"
+    if not up.exists():
+        miniature.build(root, up)
+    ps = patchset.load(root, "rc25")
+    tree = workdir / "container-tree"
+    if tree.exists():
+        sh.rmtree(tree)
+    git("-C", str(up), "worktree", "add", "-q", "--detach", str(tree), ps.upstream.ref)
+    site = ps.container.site_packages
+    small = make_base("localhost/bench-base:small", tree, site)
+    big = make_base("localhost/bench-base:big", tree, site, ballast_mb=big_mb)
+    times = []
+    for base in (small, big):
+        t0 = time.perf_counter()
+        res = cbuild.build(root, ps, Repo(up), context_dir=workdir / "ctx", base=base, builder_name="buildah")
+        times.append(time.perf_counter() - t0)
+    oci = workdir / "oci"
+    if oci.exists():
+        sh.rmtree(oci)
+    copy_cmd = ["skopeo", "copy", "-q", f"containers-storage:{res.image}", f"oci:{oci}:img"]
+    from . import proc
+    proc.run(copy_cmd)
+    index = json.loads((oci / "index.json").read_text())
+    manifest = json.loads((oci / "blobs" / "sha256" / index["manifests"][0]["digest"].split(":")[1]).read_text())
+    layer = manifest["layers"][-1]["size"]
+    git("-C", str(up), "worktree", "remove", "--force", str(tree))
+    return ContainerBench(times[0], times[1], big_mb, layer, driver)
+
+
+def render_container_bench(b: "ContainerBench | str") -> str:
+    if isinstance(b, str):
+        return b
+    return (f"[{b.driver} storage] patched image from a small base: {b.small_seconds:6.2f} s; from a {b.big_base_mb} MiB base: "
+            f"{b.big_seconds:6.2f} s (ratio {b.ratio:.1f}x); patched layer {b.layer_bytes / 1024:.1f} KiB")
+
+
 def render_bench(b: CloneBench) -> str:
     return "\n".join([
         f"upstream: {b.files} generated files over {b.commits} commits (plus the miniature)",

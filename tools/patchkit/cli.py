@@ -58,6 +58,17 @@ def _parser() -> argparse.ArgumentParser:
                        ("check-export", "fail when patches/<target> differs from the branch")):
         sp = target_cmd(name, help)
         sp.add_argument("--branch", help="default: the set's branch (overlay/<target>)")
+    sp = target_cmd("container", "build the patched image of the target's container base")
+    sp.add_argument("--url", help="clone from here when --src does not exist")
+    sp.add_argument("--base", help="base image (default: the set's container.base)")
+    sp.add_argument("--builder", help="docker, podman or buildah (default: the first that works)")
+    sp.add_argument("--context", type=Path, help="where to render the build context (default build/container/<target>)")
+    sp = sub.add_parser("container-push", help="push the target's patched image")
+    sp.add_argument("--target", required=True)
+    sp.add_argument("--registry", required=True, help="host/repo to push to")
+    sp.add_argument("--base", help="base image the image was built from (default: the set's)")
+    sp.add_argument("--builder")
+    sp.add_argument("--tls-verify", choices=("true", "false"), default="true")
     sp = target_cmd("waivers", "which waiver lines skip the set's tests, now and after its edit")
     sp.add_argument("--url", help="clone from here when --src does not exist")
     sp = target_cmd("delta", "run the set's tests unpatched and patched, and grade the delta")
@@ -127,7 +138,9 @@ def _dispatch(args: argparse.Namespace) -> str:
     if args.command == "bench":
         res = bench.clone_bench(root, args.workdir.resolve(), args.files, args.commits)
         dres = bench.delta_bench(root, args.workdir.resolve())
-        return render.as_json([res, dres]) if args.json else bench.render_bench(res) + "\n" + bench.render_delta_bench(dres)
+        cres = bench.container_bench(root, args.workdir.resolve())
+        return render.as_json([res, dres, cres]) if args.json else "\n".join(
+            [bench.render_bench(res), bench.render_delta_bench(dres), bench.render_container_bench(cres)])
     if args.command == "demo":
         res = demo.run(root, args.workdir.resolve())
         print(render.as_json(res) if args.json else demo.render_demo(res))
@@ -144,6 +157,12 @@ def _dispatch(args: argparse.Namespace) -> str:
                else dco.check(repo, args.branch, args.base))
         print(render.as_json(res) if args.json else render.dco_result(res))
         return "" if res.ok else _fail(ExitCode.MISMATCH)
+    if args.command == "container-push":
+        from .container import build as cbuild
+        cps = patchset.load(root, args.target)
+        dest = cbuild.push(cps, image=cbuild.image_name(cps, args.base or cps.container.base), registry=args.registry,
+                           builder_name=args.builder, tls_verify=args.tls_verify == "true")
+        return f"pushed {dest}"
     ps = patchset.load(root, args.target)
     if args.command == "apply":
         res = apply_mod.apply(ps, src=args.src, url=args.url, threeway=args.threeway)
@@ -171,6 +190,15 @@ def _dispatch(args: argparse.Namespace) -> str:
         res = export_mod.export(ps, Repo.open(args.src), args.branch or ps.branch, check_only=args.command == "check-export")
         print(render.as_json(res) if args.json else render.export_result(res))
         return "" if res.up_to_date or args.command == "export" else _fail(ExitCode.MISMATCH)
+    if args.command == "container":
+        from .container import build as cbuild
+        from .upstream import obtain
+        repo, _ = obtain(ps, args.src, args.url)
+        res = cbuild.build(root, ps, repo, context_dir=(args.context or root / "build" / "container" / ps.target).resolve(),
+                           base=args.base, builder_name=args.builder)
+        return render.as_json(res) if args.json else (
+            f"{res.image}  ({res.builder}, image {res.image_id[:19]})\nbase {res.base} {res.labels['org.opencontainers.image.base.digest']}\n"
+            + "\n".join(f"  overlaid {f.path}" for f in res.files) + f"\ncontext: {res.context}")
     if args.command == "waivers":
         from .upstream import base_of, obtain
         from .waives import report as waiver_report

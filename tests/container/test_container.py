@@ -1,0 +1,171 @@
+"""make container / container-push with a real builder (buildah: chroot isolation, vfs storage,
+no daemon), inspected with skopeo and umoci, pushed to a docker-registry on 127.0.0.1."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from patchkit import patchset
+from patchkit.cli import main
+from patchkit.container import build as cbuild
+from patchkit.container.testbase import make_base
+from patchkit.git import Repo
+from helpers import ROOT, sh
+
+TOOLS = ("buildah", "skopeo", "umoci", "docker-registry")
+SITE = "usr/local/lib/python3.12/dist-packages"
+UTIL = "tensorrt_llm/_torch/pyexecutor/_util.py"
+
+missing = [t for t in TOOLS if shutil.which(t) is None]
+if missing and os.environ.get("PATCHKIT_REQUIRE_CONTAINER_TOOLS"):
+    raise RuntimeError(f"container tools missing: {missing} (.ci/run installs them)")
+pytestmark = pytest.mark.skipif(bool(missing), reason=f"needs {', '.join(missing)} (apt-get install {' '.join(missing)})")
+
+
+@pytest.fixture(scope="session")
+def storage(tmp_path_factory):
+    d = tmp_path_factory.mktemp("containers")
+    conf = d / "storage.conf"
+    conf.write_text(f'[storage]\ndriver = "vfs"\ngraphroot = "{d}/graph"\nrunroot = "{d}/run"\n')
+    return conf
+
+
+@pytest.fixture(autouse=True)
+def container_env(storage, monkeypatch):
+    monkeypatch.setenv("CONTAINERS_STORAGE_CONF", str(storage))
+    monkeypatch.setenv("BUILDAH_ISOLATION", "chroot")
+
+
+@pytest.fixture(scope="session")
+def bases(storage, miniature_template, tmp_path_factory):
+    tree = tmp_path_factory.mktemp("rc25tree")
+    sh("git", "-C", miniature_template, "worktree", "add", "-q", "--detach", tree, "v1.3.0rc25")
+    old = os.environ.get("CONTAINERS_STORAGE_CONF")
+    os.environ.update(CONTAINERS_STORAGE_CONF=str(storage), BUILDAH_ISOLATION="chroot")
+    try:
+        good = make_base("localhost/test-release:1.3.0rc25", tree, "/" + SITE)
+        drifted = make_base("localhost/test-release:drifted", tree, "/" + SITE, replace={
+            UTIL: (tree / UTIL).read_text().replace("GB = 1 << 30", "GB = 1 << 30  # a local change")})
+    finally:
+        os.environ.pop("BUILDAH_ISOLATION")
+        if old is None:
+            os.environ.pop("CONTAINERS_STORAGE_CONF")
+        else:
+            os.environ["CONTAINERS_STORAGE_CONF"] = old
+    sh("git", "-C", miniature_template, "worktree", "remove", "--force", tree)
+    return good, drifted
+
+
+def unpack(image: str, tmp: Path) -> tuple[Path, dict]:
+    tmp.mkdir(parents=True, exist_ok=True)
+    oci = tmp / "oci"
+    sh("skopeo", "copy", "-q", f"containers-storage:{image}", f"oci:{oci}:img")
+    sh("umoci", "unpack", "--image", f"{oci}:img", tmp / "bundle")
+    config = json.loads(sh("skopeo", "inspect", "--config", f"oci:{oci}:img").stdout)
+    return tmp / "bundle" / "rootfs", config["config"]["Labels"]
+
+
+def build(tmp_path, base, **kw):
+    ps = patchset.load(ROOT, "rc25")
+    return ps, cbuild.build(ROOT, ps, Repo(kw.pop("upstream")), context_dir=tmp_path / "ctx", base=base,
+                            builder_name="buildah", **kw)
+
+
+def test_patched_image_has_the_fix_and_nothing_else_changed(bases, miniature_template, tmp_path):
+    good, _ = bases
+    ps, res = build(tmp_path, good, upstream=miniature_template)
+    rootfs, labels = unpack(res.image, tmp_path)
+    util = (rootfs / SITE / UTIL).read_text()
+    assert '"max_source_positions"' in util
+    patched = sh("git", "-C", miniature_template, "show", f"v1.3.0rc25:{UTIL}").stdout
+    assert util != patched and util.count("\n") > patched.count("\n")
+    # untouched: every other file of the package, and no tests or waivers installed
+    assert (rootfs / SITE / "tensorrt_llm/__init__.py").read_text() == \
+        sh("git", "-C", miniature_template, "show", "v1.3.0rc25:tensorrt_llm/__init__.py").stdout
+    assert not list(rootfs.rglob("test_cross_kv_cache_layout.py")) and not list(rootfs.rglob("waives.txt"))
+    assert labels["org.opencontainers.image.base.name"] == good
+    assert labels["org.opencontainers.image.base.digest"].startswith("sha256:")
+    assert labels["io.patchkit.upstream.ref"] == "refs/tags/v1.3.0rc25"
+    assert labels["io.patchkit.patchset.sha256"] == ps.content_hash
+    assert labels["io.patchkit.version"]
+    assert res.image == f"localhost/patchkit/test-release:1.3.0rc25-{ps.content_hash[:12]}"
+
+
+def test_same_inputs_give_the_same_tag(bases, miniature_template, tmp_path):
+    good, _ = bases
+    _, first = build(tmp_path / "a", good, upstream=miniature_template)
+    _, second = build(tmp_path / "b", good, upstream=miniature_template)
+    assert first.image == second.image
+    assert (tmp_path / "a/ctx/Containerfile").read_text() == (tmp_path / "b/ctx/Containerfile").read_text()
+
+
+def test_drifted_base_fails_the_build_and_tags_nothing(bases, miniature_template, tmp_path, capsys):
+    _, drifted = bases
+    ps = patchset.load(ROOT, "rc25")
+    code = main(["--root", str(ROOT), "container", "--target", "rc25", "--src", str(miniature_template),
+                 "--base", drifted, "--builder", "buildah", "--context", str(tmp_path / "ctx")])
+    err = capsys.readouterr().err
+    assert code == 3 and err.count("\n") == 1
+    assert f"drift: /{SITE}/{UTIL} in {drifted} is not the file the patch set was made for" in err
+    image = cbuild.image_name(ps, drifted)
+    assert sh("buildah", "inspect", "--type", "image", image, check=False).returncode != 0
+
+
+def test_without_a_builder_the_context_is_left_with_the_command(miniature_template, tmp_path, capsys, monkeypatch):
+    from patchkit.container import builders
+    monkeypatch.setattr(builders, "BUILDERS", {})
+    code = main(["--root", str(ROOT), "container", "--target", "rc25", "--src", str(miniature_template),
+                 "--context", str(tmp_path / "ctx")])
+    err = capsys.readouterr().err
+    assert code == 5 and f"build it with: docker build -t localhost/patchkit/release:1.3.0rc25-" in err
+    assert (tmp_path / "ctx" / "Containerfile").is_file() and (tmp_path / "ctx" / UTIL).is_file()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def registry(tmp_path):
+    port = _free_port()
+    cfg = tmp_path / "registry.yml"
+    cfg.write_text(f"version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {tmp_path}/registry\n"
+                   f"http:\n  addr: 127.0.0.1:{port}\nlog:\n  level: error\n")
+    proc = subprocess.Popen(["docker-registry", "serve", str(cfg)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    yield f"127.0.0.1:{port}"
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def test_push_to_a_registry_and_read_it_back(bases, miniature_template, tmp_path, registry, capsys):
+    good, _ = bases
+    ps, res = build(tmp_path, good, upstream=miniature_template)
+    code = main(["--root", str(ROOT), "container-push", "--target", "rc25", "--base", good, "--builder", "buildah",
+                 "--registry", f"{registry}/patched/release", "--tls-verify", "false"])
+    out = capsys.readouterr().out
+    tag = res.image.rsplit(":", 1)[1]
+    assert code == 0 and f"pushed {registry}/patched/release:{tag}" in out
+    remote = json.loads(sh("skopeo", "inspect", "--tls-verify=false", f"docker://{registry}/patched/release:{tag}").stdout)
+    assert remote["Labels"]["io.patchkit.patchset.sha256"] == ps.content_hash
+    rootfs, _ = unpack(res.image, tmp_path / "local")
+    pulled = tmp_path / "pulled"
+    sh("skopeo", "copy", "-q", "--src-tls-verify=false", f"docker://{registry}/patched/release:{tag}", f"oci:{pulled}:img")
+    sh("umoci", "unpack", "--image", f"{pulled}:img", tmp_path / "pulled-bundle")
+    back = tmp_path / "pulled-bundle" / "rootfs" / SITE / UTIL
+    assert back.read_bytes() == (rootfs / SITE / UTIL).read_bytes()

@@ -1,0 +1,1 @@
+"""The patched container image: build context, builders (docker/podman/buildah), push."""

@@ -1,0 +1,126 @@
+"""make container: the patched image, built from a rendered context, tagged only on success."""
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+import jinja2
+
+from .. import __version__, series
+from ..errors import CommandError, Conflict, ToolMissing, UserError
+from ..git import Repo
+from ..model import PatchSet
+from ..upstream import base_of
+from .builders import Builder, pick
+
+TEMPLATE = Path("overlay/Containerfile.j2")
+IMAGE_REPO = "localhost/patchkit"
+
+
+@dataclass(frozen=True)
+class PackageFile:
+    path: str  # relative to site-packages, e.g. tensorrt_llm/_torch/pyexecutor/_util.py
+    preimage_sha256: str | None  # None: the patches add this file
+
+
+@dataclass
+class ContainerResult:
+    target: str
+    base: str
+    image: str
+    context: str
+    files: list[PackageFile]
+    builder: str | None = None
+    image_id: str | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    command: str = ""
+
+
+def image_name(ps: PatchSet, base: str) -> str:
+    """<IMAGE_REPO>/<base name>:<base tag>-<12 hex of the patch set hash>: same inputs, same tag."""
+    name, _, tag = base.rpartition(":") if ":" in base.rsplit("/", 1)[-1] else (base, "", "latest")
+    return f"{IMAGE_REPO}/{name.rsplit('/', 1)[-1]}:{tag}-{ps.content_hash[:12]}"
+
+
+def package_patches(ps: PatchSet):
+    """The patches that change the installed package (tests-only patches never go in)."""
+    return [p for p in ps.patches if not p.tests_only and any(_in_package(ps, x) for x in p.paths)]
+
+
+def _in_package(ps: PatchSet, path: str) -> bool:
+    return PurePosixPath(path).parts[0] == ps.container.package
+
+
+def render_context(root: Path, ps: PatchSet, repo: Repo, dest: Path, base: str, base_digest: str) -> ContainerResult:
+    """Apply the package patches (the one series path), and write the patched files and the Containerfile."""
+    ref, commit = base_of(repo, ps)
+    patches = package_patches(ps)
+    res = series.apply_series(repo, commit, patches, committer_date="2026-01-01T00:00:00+00:00")
+    if not res.ok:
+        bad = next(o for o in res.outcomes if o.status == series.CONFLICT)
+        raise Conflict(f"{bad.patch.name} does not apply to {ref}: {bad.drift.one_line()}")
+    paths = sorted({fc.path for p in patches for fc in p.files if fc.path and _in_package(ps, fc.path)})
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    files = []
+    for path in paths:
+        before = repo.show_file(commit, path)
+        files.append(PackageFile(path, None if before is None else
+                                 hashlib.sha256(before.encode("utf-8", "surrogateescape")).hexdigest()))
+        out = dest / path
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(repo.run("show", f"{res.tip}:{path}").stdout.encode("utf-8", "surrogateescape"))
+    image = image_name(ps, base)
+    ctx = {"image": image, "base": base, "base_digest": base_digest, "target": ps.target, "ref": ref,
+           "commit": commit, "package": ps.container.package, "site_packages": ps.container.site_packages,
+           "files": files, "patchset_hash": ps.content_hash, "version": __version__}
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    (dest / "Containerfile").write_text(env.from_string((root / TEMPLATE).read_text()).render(**ctx))
+    labels = {"org.opencontainers.image.base.name": base, "org.opencontainers.image.base.digest": base_digest,
+              "io.patchkit.upstream.ref": ref, "io.patchkit.patchset.sha256": ps.content_hash,
+              "io.patchkit.version": __version__}
+    return ContainerResult(ps.target, base, image, str(dest), files, labels=labels)
+
+
+def build(root: Path, ps: PatchSet, repo: Repo, *, context_dir: Path, base: str | None = None,
+          builder_name: str | None = None) -> ContainerResult:
+    """Render the context; build it with the chosen (or first working) builder; tag on success."""
+    base = base or ps.container.base
+    try:
+        builder: Builder | None = pick(builder_name)
+    except ToolMissing:
+        if builder_name:
+            raise
+        builder = None
+    digest = builder.digest(base) if builder else "unknown (no builder ran)"
+    result = render_context(root, ps, repo, context_dir, base, digest)
+    result.command = f"docker build -t {result.image} {context_dir}"
+    if builder is None:
+        raise ToolMissing(f"no image builder works here (docker, podman or buildah); the context is in "
+                          f"{context_dir}; build it with: {result.command}")
+    result.builder = builder.name
+    with tempfile.TemporaryDirectory(prefix="patchkit-build-") as tmp:
+        iid = Path(tmp) / "iid"
+        try:
+            result.image_id = builder.build(context_dir, iid)
+        except CommandError as exc:
+            said = next((ln.strip() for ln in (exc.stderr + exc.stdout).splitlines() if "patchkit: " in ln), None)
+            raise UserError(said.split("patchkit: ", 1)[1] if said else f"{builder.name} build failed: {exc.first_line()}",
+                            code=Conflict.code) from exc
+    builder.tag(result.image_id, result.image)
+    return result
+
+
+def push(ps: PatchSet, *, image: str, registry: str, builder_name: str | None = None, tls_verify: bool = True) -> str:
+    """Push image to <registry>:<its tag>; returns the destination."""
+    builder = pick(builder_name)
+    dest = f"{registry.rstrip('/')}:{image.rsplit(':', 1)[-1]}"
+    try:
+        builder.push(image, dest, tls_verify)
+    except CommandError as exc:
+        raise UserError(f"push to {dest} failed: {exc.first_line()}", code=Conflict.code) from exc
+    return dest
