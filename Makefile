@@ -16,7 +16,7 @@ setup: $(SETUP)
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV) && $(VENV)/bin/pip install -q --disable-pip-version-check -e . && touch $@
 
-demo: $(SETUP) ; $(PATCHKIT) demo --workdir $(BUILD)/demo
+demo: $(SETUP) ; $(PATCHKIT) demo --workdir $(BUILD)/demo $(if $(SIGNOFF),--signoff "$(SIGNOFF)")
 test: $(SETUP) ; $(PYTEST) -q
 apply: $(SETUP) ; $(PATCHKIT) apply --target $(TRTLLM) --src $(TRTLLM_SRC) $(if $(TRTLLM_URL),--url $(TRTLLM_URL)) $(if $(THREEWAY),--threeway)
 unapply: $(SETUP) ; $(PATCHKIT) unapply --target $(TRTLLM) --src $(TRTLLM_SRC)

@@ -87,6 +87,7 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--commits", type=int, default=300)
     sp = sub.add_parser("demo", help="run the main job on the miniature upstream")
     sp.add_argument("--workdir", type=Path, required=True)
+    sp.add_argument("--signoff", help="'Name <email>' for the demo's PR branch (default: git config)")
     return p
 
 
@@ -142,7 +143,7 @@ def _dispatch(args: argparse.Namespace) -> str:
         return render.as_json([res, dres, cres]) if args.json else "\n".join(
             [bench.render_bench(res), bench.render_delta_bench(dres), bench.render_container_bench(cres)])
     if args.command == "demo":
-        res = demo.run(root, args.workdir.resolve())
+        res = demo.run(root, args.workdir.resolve(), args.signoff)
         print(render.as_json(res) if args.json else demo.render_demo(res))
         return "" if res.ok else _fail(ExitCode.MISMATCH)
     if args.command == "check":

@@ -7,7 +7,11 @@ from pathlib import Path
 
 from . import apply as apply_mod, check as check_mod, miniature, patchset, render
 from .delta import command as delta_cmd
+from .errors import BadInput
 from .git import Repo
+from .upstream import base_of
+from .pr import branch as pr_branch
+from .waives import report as waiver_report
 
 
 @dataclass
@@ -17,8 +21,9 @@ class DemoResult:
     sections: list[tuple[str, str]] = field(default_factory=list)
 
 
-def run(root: Path, workdir: Path) -> DemoResult:
-    """Build the miniature under workdir, check every target, apply each by partial clone, then again."""
+def run(root: Path, workdir: Path, signoff: str | None = None) -> DemoResult:
+    """On the miniature built under workdir, for each target: apply by partial clone, apply again,
+    check, waivers, delta and pr (pr is skipped, and says why, when no sign-off identity is set)."""
     if workdir.exists():
         shutil.rmtree(workdir)
     workdir.mkdir(parents=True)
@@ -33,9 +38,19 @@ def run(root: Path, workdir: Path) -> DemoResult:
         result.sections.append((f"make apply TRTLLM={ps.target} (partial clone of {url})", render.apply_result(first)))
         result.sections.append((f"make apply TRTLLM={ps.target} again", render.apply_result(again)))
         result.sections.append((f"make check TRTLLM_SRC={src}", render.check_results(check_mod.check(sets, src=src))))
-        d = delta_cmd.delta(ps, repo=Repo(src), mode="source", report=workdir / f"delta-{ps.target}.json")
+        ref, _ = base_of(Repo(src), ps)
+        result.sections.append((f"make waivers TRTLLM={ps.target}",
+                                waiver_report.render(waiver_report.report(ps, Repo(src), ref))))
+        report = workdir / f"delta-{ps.target}.json"
+        d = delta_cmd.delta(ps, repo=Repo(src), mode="source", report=report)
         result.sections.append((f"make delta TRTLLM={ps.target}", delta_cmd.render(d)))
         result.ok = result.ok and d.ok
+        try:
+            pr = pr_branch.pr(ps, repo=Repo(src), report=report, out_dir=workdir / "pr" / ps.target, signoff=signoff)
+            result.sections.append((f"make pr TRTLLM={ps.target}", f"branch {pr.branch}, written to {pr.out_dir}\n\n"
+                                    f"{pr.title}\n\n{pr.body}"))
+        except BadInput as exc:
+            result.sections.append((f"make pr TRTLLM={ps.target}", f"skipped: {exc.message}"))
     return result
 
 
