@@ -167,11 +167,13 @@ def test_container_mode_runs_the_same_selection_in_both_images(miniature_templat
         assert not any(a.startswith("--source-root") for a in cmd)  # the image's installed package is tested
 
 
-def test_container_mode_without_engine_says_so(miniature_template, tmp_path, monkeypatch):
-    monkeypatch.setenv("PATH", str(tmp_path))
-    from patchkit.errors import BadInput
-    with pytest.raises(BadInput, match="needs docker"):
-        ContainerRunner("docker").run([Job("patched", tmp_path, tmp_path, "img")], [REGRESSION], [])
+def test_container_mode_without_engine_says_so(miniature_template, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")  # git, but neither docker nor podman
+    monkeypatch.setattr("shutil.which", lambda name, *a, **k: None if name in ("docker", "podman") else "/usr/bin/" + name)
+    code = main(["--root", str(ROOT), "delta", "--target", "rc25", "--src", str(miniature_template),
+                 "--mode", "container", "--report", str(tmp_path / "r.json")])
+    err = capsys.readouterr().err
+    assert code == 2 and "MODE=container needs docker or podman working here" in err
 
 
 def test_declared_test_missing_at_the_ref_is_named(upstream, tmp_path):

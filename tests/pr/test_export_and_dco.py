@@ -38,6 +38,10 @@ def test_exported_set_applies_and_exports_identically(checkout, tmp_path, upstre
     apply_mod.apply(patchset.load(root, "rc25"), src=other)  # the waiver commit is recomputed, not exported
     res = export_mod.export(patchset.load(root, "rc25"), Repo(other), "overlay/rc25", check_only=True)
     assert res.up_to_date
+    res = export_mod.export(patchset.load(root, "rc25"), Repo(other), "overlay/rc25", waiver_out=tmp_path / "w")
+    [waiver_patch] = (tmp_path / "w").glob("*.patch")
+    assert res.waiver_patch == str(waiver_patch)
+    assert "-unittest/_torch/executor SKIP (https://nvbugs/6800103)" in waiver_patch.read_text()
     assert {p.name: p.read_bytes() for p in (root / "patches" / "rc25").glob("*.patch")} == exported
 
 

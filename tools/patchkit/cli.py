@@ -75,6 +75,7 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--url", help="clone from here when --src does not exist")
     sp.add_argument("--mode", choices=("source", "container"), help="default: source unless tensorrt_llm is importable")
     sp.add_argument("--report", type=Path, help="where to write the JSON report")
+    sp.add_argument("--base", help="MODE=container: the unpatched image (default: the set's container.base)")
     sp = sub.add_parser("check", help="report how every target applies, changing nothing")
     sp.add_argument("--src", type=Path, required=True)
     sp.add_argument("--target", action="append", help="only these targets (default: all)")
@@ -173,7 +174,13 @@ def _dispatch(args: argparse.Namespace) -> str:
         from .upstream import obtain
         repo, _ = obtain(ps, args.src, args.url)
         report = args.report or root / "build" / "delta" / f"{ps.target}.json"
-        res = delta_cmd.delta(ps, repo=repo, mode=args.mode or delta_cmd.default_mode(), report=report.resolve())
+        mode = args.mode or delta_cmd.default_mode()
+        images = None
+        if mode == "container":
+            from .container.build import image_name
+            base = args.base or ps.container.base
+            images = (base, image_name(ps, base))  # the image make container built from that base
+        res = delta_cmd.delta(ps, repo=repo, mode=mode, report=report.resolve(), images=images)
         print(render.as_json(res) if args.json else delta_cmd.render(res))
         return "" if res.ok else _fail(ExitCode.MISMATCH)
     if args.command == "pr":
@@ -188,7 +195,8 @@ def _dispatch(args: argparse.Namespace) -> str:
     if args.command in ("export", "check-export"):
         from .git import Repo
         from .pr import export as export_mod
-        res = export_mod.export(ps, Repo.open(args.src), args.branch or ps.branch, check_only=args.command == "check-export")
+        res = export_mod.export(ps, Repo.open(args.src), args.branch or ps.branch, check_only=args.command == "check-export",
+                                waiver_out=root / "build" / "export" / ps.target)
         print(render.as_json(res) if args.json else render.export_result(res))
         return "" if res.up_to_date or args.command == "export" else _fail(ExitCode.MISMATCH)
     if args.command == "container":

@@ -78,11 +78,13 @@ def dco_result(r) -> str:
 
 
 def export_result(r) -> str:
+    waiver = (f"\nthe computed waiver edit (recomputed at apply, not part of the set): {r.waiver_patch}"
+              if r.waiver_patch else "")
     if r.up_to_date:
-        return f"patches/{r.target} is up to date with {r.branch} ({len(r.written)} patch(es), byte-identical)"
+        return f"patches/{r.target} is up to date with {r.branch} ({len(r.written)} patch(es), byte-identical)" + waiver
     verb = "differs from" if r.checked_only else "updated from"
     lines = [f"patches/{r.target} {verb} {r.branch}:"]
     lines += [f"  changed: {n}" for n in r.changed] + [f"  removed: {n}" for n in r.removed]
     if r.checked_only:
         lines.append(f"run: make export TRTLLM={r.target} BRANCH={r.branch}")
-    return "\n".join(lines)
+    return "\n".join(lines) + waiver

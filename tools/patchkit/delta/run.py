@@ -77,21 +77,26 @@ class ContainerRunner:
     """Runs the trees' tests inside images with docker or podman: the installed package is
     the one under test, the tree only provides the test files."""
 
-    def __init__(self, engine: str = "docker", python: str = "python3") -> None:
+    def __init__(self, engine: str | None = None, python: str = "python3") -> None:
         self.engine, self.python = engine, python
 
     def command(self, job: Job, tests: list[str]) -> list[str]:
         if not job.image:
             raise BadInput("container mode needs an image for every tree")
-        return [self.engine, "run", "--rm", "--network=none",
+        return [self.engine or "docker", "run", "--rm", "--network=none",
                 "-v", f"{job.tree}:{CONTAINER_TREE}:ro", "-v", f"{PLUGIN_DIR}:{CONTAINER_PLUGIN}:ro",
                 "-v", f"{job.out}:{CONTAINER_OUT}", "-w", CONTAINER_TREE, "-e", f"PYTHONPATH={CONTAINER_PLUGIN}",
                 job.image, self.python, "-m", "pytest", "-p", "reportplugin", "--rootdir", CONTAINER_TREE,
                 *_pytest_args(tests, f"{CONTAINER_OUT}/{job.name}.json", f"{CONTAINER_OUT}/{job.name}.xml")]
 
     def run(self, jobs: list[Job], tests: list[str], source_modules: list[str]) -> list[TreeRun]:
-        if shutil.which(self.engine) is None:
-            raise BadInput(f"MODE=container needs {self.engine}, which is not installed here; use MODE=source")
+        from ..container.builders import BUILDERS
+        engines = [self.engine] if self.engine else ["docker", "podman"]
+        working = [e for e in engines if shutil.which(e) and BUILDERS[e].available()]
+        if not working:
+            raise BadInput(f"MODE=container needs {' or '.join(engines)} working here (a client and, for docker, "
+                           "a daemon); use MODE=source")
+        self.engine = working[0]
         results = [proc.run(self.command(j, tests), check=False) for j in jobs]
         return [_read(j, r.returncode, r.stderr or r.stdout) for j, r in zip(jobs, results)]
 

@@ -28,14 +28,18 @@ class ExportResult:
     changed: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     checked_only: bool = False
+    waiver_patch: str = ""  # the computed waiver edit, rendered as an ordinary patch (not part of the set)
 
     @property
     def up_to_date(self) -> bool:
         return not (self.changed or self.removed)
 
 
-def render_patches(ps: PatchSet, repo: Repo, branch: str) -> dict[str, bytes]:
-    """The patch files the branch would export to: {file name: bytes}."""
+def render_patches(ps: PatchSet, repo: Repo, branch: str, waiver_out: Path | None = None) -> dict[str, bytes]:
+    """The patch files the branch would export to: {file name: bytes}.
+
+    The computed waiver commit, if the branch has one, is written to waiver_out instead.
+    """
     _ref, base = base_of(repo, ps)
     if repo.rev_parse(branch) is None:
         raise NotFound(f"branch {branch} is not in {repo.path}")
@@ -45,6 +49,12 @@ def render_patches(ps: PatchSet, repo: Repo, branch: str) -> dict[str, bytes]:
     if computed and computed != shas[-len(computed):]:
         raise BadInput(f"{branch}: the waiver commit must come last (it is recomputed at apply); reorder the branch")
     keep = shas[: len(shas) - len(computed)]
+    if computed and waiver_out is not None:
+        waiver_out.mkdir(parents=True, exist_ok=True)
+        for old in waiver_out.glob("*.patch"):
+            old.unlink()
+        repo.run("format-patch", "-q", "--zero-commit", "--no-signature", "-o", str(waiver_out),
+                 f"{computed[0]}~1..{computed[-1]}")
     if not keep:
         raise BadInput(f"{branch} has no commits beyond {base[:12]} to export")
     with tempfile.TemporaryDirectory(prefix="patchkit-export-") as tmp:
@@ -53,10 +63,13 @@ def render_patches(ps: PatchSet, repo: Repo, branch: str) -> dict[str, bytes]:
         return {p.name: _INDEX.sub("", p.read_text(encoding="utf-8")).encode() for p in sorted(Path(tmp).iterdir())}
 
 
-def export(ps: PatchSet, repo: Repo, branch: str, check_only: bool = False) -> ExportResult:
-    new = render_patches(ps, repo, branch)
+def export(ps: PatchSet, repo: Repo, branch: str, check_only: bool = False,
+           waiver_out: Path | None = None) -> ExportResult:
+    new = render_patches(ps, repo, branch, None if check_only else waiver_out)
     old = {p.name: p.read_bytes() for p in ps.root.glob("*.patch")}
     result = ExportResult(ps.target, branch, sorted(new), checked_only=check_only)
+    if waiver_out is not None and not check_only:
+        result.waiver_patch = ", ".join(str(p) for p in sorted(waiver_out.glob("*.patch")))
     result.changed = sorted(n for n, data in new.items() if old.get(n) != data)
     result.removed = sorted(set(old) - set(new))
     if check_only or result.up_to_date:
