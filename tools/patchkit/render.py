@@ -63,7 +63,8 @@ def check_results(results) -> str:
         rows.append((r.target, r.ref, r.base[:12] if r.base else "-", r.verdict))
         for o in r.outcomes:
             detail = f"at {o.drift.one_line()}" if o.drift else ""
-            details.append((f"  {r.target}", o.patch.name, o.status, detail))
+            status = "applies cleanly" if o.status == "applied" else o.status  # a probe: nothing was applied
+            details.append((f"  {r.target}", o.patch.name, status, detail))
     return table(rows, ("target", "ref", "commit", "verdict")) + ("\n" + table(details) if details else "")
 
 
