@@ -1,11 +1,8 @@
 """Hermetic seal for every test: own HOME, fixed git identity and dates, no network, no gpg."""
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
-import subprocess
-from pathlib import Path
 
 import pytest
 

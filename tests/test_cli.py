@@ -1,8 +1,6 @@
 """The CLI as a user meets it: one line on stderr and a named exit code for bad input."""
 from __future__ import annotations
 
-import pytest
-
 from patchkit.cli import main
 from helpers import ROOT, copy_root, state_of
 

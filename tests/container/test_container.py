@@ -124,7 +124,7 @@ def test_without_a_builder_the_context_is_left_with_the_command(miniature_templa
     code = main(["--root", str(ROOT), "container", "--target", "rc25", "--src", str(miniature_template),
                  "--context", str(tmp_path / "ctx")])
     err = capsys.readouterr().err
-    assert code == 5 and f"build it with: docker build -t localhost/patchkit/release:1.3.0rc25-" in err
+    assert code == 5 and "build it with: docker build -t localhost/patchkit/release:1.3.0rc25-" in err
     assert (tmp_path / "ctx" / "Containerfile").is_file() and (tmp_path / "ctx" / UTIL).is_file()
 
 

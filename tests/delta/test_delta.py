@@ -10,7 +10,7 @@ import yaml
 from patchkit import patchset
 from patchkit.cli import main
 from patchkit.delta import command, compare
-from patchkit.delta.run import ContainerRunner, Job, TreeRun
+from patchkit.delta.run import ContainerRunner, TreeRun
 from patchkit.git import Repo
 from helpers import ROOT, copy_root, sh
 

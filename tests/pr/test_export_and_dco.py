@@ -8,7 +8,7 @@ from patchkit.cli import main
 from patchkit.errors import BadInput
 from patchkit.git import Identity, Repo
 from patchkit.pr import dco, export as export_mod
-from helpers import ROOT, copy_root, sh
+from helpers import copy_root, sh
 
 
 def test_export_of_an_unchanged_branch_is_byte_identical(checkout, tmp_path, capsys):

@@ -12,7 +12,7 @@ from patchkit.delta import command as delta_cmd
 from patchkit.errors import BadInput, Conflict, NotFound
 from patchkit.git import Repo
 from patchkit.pr import branch as pr_branch, dco, title as title_mod
-from helpers import ROOT, copy_root, sh
+from helpers import ROOT, copy_root
 
 GOLDEN = ROOT / "tests" / "golden"
 SIGNOFF = "Jane Developer <jane.developer@example.com>"

@@ -10,8 +10,8 @@ from . import series
 from .errors import Conflict, NotFound
 from .git import Repo, Sha
 from .model import PatchSet
-from .transaction import transaction
-from .upstream import base_of, obtain, refuse_symlinked_paths, require_clean
+from .transaction import require_clean, transaction
+from .upstream import base_of, obtain, refuse_symlinked_paths
 from .waives import edit as waiver_edit
 from .waives.narrow import Narrowing
 
@@ -67,15 +67,10 @@ def _apply(ps: PatchSet, repo: Repo, cloned: bool, threeway: bool) -> ApplyResul
                        f"(or delete the branch), then run again")
     refuse_symlinked_paths(repo, base, ps)
 
-    holder: dict[str, Narrowing | None] = {}
     res = series.apply_series(repo, base, ps.patches, threeway=threeway, committer=repo.identity(),
-                              extra=lambda tb: holder.__setitem__("w", waiver_edit.apply_to(tb, ps)))
-    result.outcomes, result.tip, result.waiver = res.outcomes, res.tip, holder.get("w")
-    if not res.ok:
-        bad = next(o for o in res.outcomes if o.status == series.CONFLICT)
-        hint = "" if threeway else "; try THREEWAY=1"
-        raise Conflict(f"{bad.patch.name} does not apply: {bad.drift.one_line()}{hint}",
-                       details=series.drift_report(res.outcomes))
+                              extra=lambda tb: waiver_edit.apply_to(tb, ps))
+    res.raise_on_conflict(hint="" if threeway else "; try THREEWAY=1")
+    result.outcomes, result.tip, result.waiver = res.outcomes, res.tip, res.extra
 
     with transaction(repo) as snap:
         repo.update_ref(branch_ref, res.tip, None, f"patchkit: apply {ps.target}")

@@ -1,17 +1,22 @@
-"""make bench: bytes and seconds to a patched checkout, partial clone versus full clone.
+"""make bench: partial versus full clone, a full source-mode delta, the patched image build.
 
-The upstream is generated: the miniature, plus thousands of files and a long history laid
-on top with git fast-import, so the comparison has something to save.
+The clone upstream is generated: the miniature, plus thousands of files and a long history
+laid on top with git fast-import, so the comparison has something to save.
 """
 from __future__ import annotations
 
+import json
+import os
 import random
 import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import apply as apply_mod, miniature, patchset
+from . import apply as apply_mod, miniature, patchset, proc
+from .container import build as cbuild
+from .container.testbase import make_base
+from .delta import command as delta_cmd
 from .git import Repo, git
 
 
@@ -86,7 +91,6 @@ class DeltaBench:
 
 def delta_bench(root: Path, workdir: Path, target: str = "rc25", repeat: int = 3) -> DeltaBench:
     """Wall time of a full source-mode delta (both trees) on the miniature; best of `repeat`."""
-    from .delta import command
     up = workdir / "delta-upstream"
     workdir.mkdir(parents=True, exist_ok=True)
     if not up.exists():
@@ -95,7 +99,7 @@ def delta_bench(root: Path, workdir: Path, target: str = "rc25", repeat: int = 3
     best, cases = float("inf"), 0
     for _ in range(repeat):
         t0 = time.perf_counter()
-        res = command.delta(ps, repo=Repo(up), mode="source", report=workdir / "delta.json")
+        res = delta_cmd.delta(ps, repo=Repo(up), mode="source", report=workdir / "delta.json")
         best = min(best, time.perf_counter() - t0)
         cases = res.unpatched["passed"] + res.unpatched["failed"]
     return DeltaBench(target, best, cases)
@@ -127,27 +131,34 @@ def container_bench(root: Path, workdir: Path, big_mb: int = 1024, driver: str =
     use, since it works everywhere) copies the whole base for every build, so its times grow
     with the base while the patched layer does not.
     """
-    import json
-    import os
-    import shutil as sh
-    from .container import build as cbuild
-    from .container.testbase import make_base
-    if not sh.which("buildah") or not sh.which("skopeo"):
+    if not shutil.which("buildah") or not shutil.which("skopeo"):
         return "container bench skipped: needs buildah and skopeo"
     store = workdir / "containers"
     if store.exists():
-        sh.rmtree(store)
+        shutil.rmtree(store)
     store.mkdir(parents=True)
     conf = store / "storage.conf"
     conf.write_text(f'[storage]\ndriver = "{driver}"\ngraphroot = "{store}/graph"\nrunroot = "{store}/run"\n')
+    saved = {k: os.environ.get(k) for k in ("CONTAINERS_STORAGE_CONF", "BUILDAH_ISOLATION")}
     os.environ.update(CONTAINERS_STORAGE_CONF=str(conf), BUILDAH_ISOLATION="chroot")
+    try:
+        return _container_bench_in(root, workdir, big_mb, driver)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _container_bench_in(root: Path, workdir: Path, big_mb: int, driver: str) -> ContainerBench:
     up = workdir / "container-upstream"
     if not up.exists():
         miniature.build(root, up)
     ps = patchset.load(root, "rc25")
     tree = workdir / "container-tree"
     if tree.exists():
-        sh.rmtree(tree)
+        shutil.rmtree(tree)
     git("-C", str(up), "worktree", "add", "-q", "--detach", str(tree), ps.upstream.ref)
     site = ps.container.site_packages
     small = make_base("localhost/bench-base:small", tree, site)
@@ -159,10 +170,8 @@ def container_bench(root: Path, workdir: Path, big_mb: int = 1024, driver: str =
         times.append(time.perf_counter() - t0)
     oci = workdir / "oci"
     if oci.exists():
-        sh.rmtree(oci)
-    copy_cmd = ["skopeo", "copy", "-q", f"containers-storage:{res.image}", f"oci:{oci}:img"]
-    from . import proc
-    proc.run(copy_cmd)
+        shutil.rmtree(oci)
+    proc.run(["skopeo", "copy", "-q", f"containers-storage:{res.image}", f"oci:{oci}:img"])
     index = json.loads((oci / "index.json").read_text())
     manifest = json.loads((oci / "blobs" / "sha256" / index["manifests"][0]["digest"].split(":")[1]).read_text())
     layer = manifest["layers"][-1]["size"]

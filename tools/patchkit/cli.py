@@ -10,6 +10,12 @@ import traceback
 from pathlib import Path
 
 from . import __version__, apply as apply_mod, bench, check as check_mod, demo, miniature, patchset, render
+from .container import build as cbuild
+from .delta import command as delta_cmd
+from .git import Repo
+from .pr import branch as pr_branch, dco, export as export_mod
+from .upstream import base_of, obtain
+from .waives import report as waiver_report
 from .errors import ExitCode, UserError
 
 log = logging.getLogger("patchkit")
@@ -97,11 +103,10 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(name)s: %(message)s")
     try:
         out = _dispatch(args)
-        if out:
-            print(out)
-        return ExitCode.OK
-    except _Exit as exc:
-        return exc.code
+        text, code = out if isinstance(out, tuple) else (out, ExitCode.OK)
+        if text:
+            print(text)
+        return code
     except UserError as exc:
         if exc.details:
             print(exc.details)
@@ -118,17 +123,12 @@ def main(argv: list[str] | None = None) -> int:
         return ExitCode.INTERNAL
 
 
-class _Exit(Exception):
-    def __init__(self, code: ExitCode) -> None:
-        self.code = code
+def _verdict(text: str, ok: bool) -> tuple[str, ExitCode]:
+    """A command that ran and shows its result, and whose verdict may still be a failure."""
+    return text, ExitCode.OK if ok else ExitCode.MISMATCH
 
 
-def _fail(code: ExitCode) -> str:
-    """A command that ran and printed its result, but whose verdict is a failure."""
-    raise _Exit(code)
-
-
-def _dispatch(args: argparse.Namespace) -> str:
+def _dispatch(args: argparse.Namespace) -> str | tuple[str, ExitCode]:
     root = (args.root or find_root()).resolve()
     if args.command == "targets":
         sets = [patchset.load(root, t) for t in patchset.targets(root)]
@@ -145,22 +145,17 @@ def _dispatch(args: argparse.Namespace) -> str:
             [bench.render_bench(res), bench.render_delta_bench(dres), bench.render_container_bench(cres)])
     if args.command == "demo":
         res = demo.run(root, args.workdir.resolve(), args.signoff)
-        print(render.as_json(res) if args.json else demo.render_demo(res))
-        return "" if res.ok else _fail(ExitCode.MISMATCH)
+        return _verdict(render.as_json(res) if args.json else demo.render_demo(res), res.ok)
     if args.command == "check":
         names = args.target or patchset.targets(root)
         res = check_mod.check([patchset.load(root, t) for t in names], src=args.src)
         return render.as_json(res) if args.json else render.check_results(res)
     if args.command == "dco":
-        from .git import Repo
-        from .pr import dco
         repo = Repo.open(args.src)
         res = (dco.fix(repo, args.branch, dco.signoff_identity(repo, args.signoff), args.base) if args.fix
                else dco.check(repo, args.branch, args.base))
-        print(render.as_json(res) if args.json else render.dco_result(res))
-        return "" if res.ok else _fail(ExitCode.MISMATCH)
+        return _verdict(render.as_json(res) if args.json else render.dco_result(res), res.ok)
     if args.command == "container-push":
-        from .container import build as cbuild
         cps = patchset.load(root, args.target)
         dest = cbuild.push(cps, image=cbuild.image_name(cps, args.base or cps.container.base), registry=args.registry,
                            builder_name=args.builder, tls_verify=args.tls_verify == "true")
@@ -170,22 +165,16 @@ def _dispatch(args: argparse.Namespace) -> str:
         res = apply_mod.apply(ps, src=args.src, url=args.url, threeway=args.threeway)
         return render.as_json(res) if args.json else render.apply_result(res)
     if args.command == "delta":
-        from .delta import command as delta_cmd
-        from .upstream import obtain
         repo, _ = obtain(ps, args.src, args.url)
         report = args.report or root / "build" / "delta" / f"{ps.target}.json"
         mode = args.mode or delta_cmd.default_mode()
         images = None
         if mode == "container":
-            from .container.build import image_name
             base = args.base or ps.container.base
-            images = (base, image_name(ps, base))  # the image make container built from that base
+            images = (base, cbuild.image_name(ps, base))  # the image make container built from that base
         res = delta_cmd.delta(ps, repo=repo, mode=mode, report=report.resolve(), images=images)
-        print(render.as_json(res) if args.json else delta_cmd.render(res))
-        return "" if res.ok else _fail(ExitCode.MISMATCH)
+        return _verdict(render.as_json(res) if args.json else delta_cmd.render(res), res.ok)
     if args.command == "pr":
-        from .git import Repo
-        from .pr import branch as pr_branch
         res = pr_branch.pr(ps, repo=Repo.open(args.src),
                            report=(args.report or root / "build" / "delta" / f"{ps.target}.json").resolve(),
                            out_dir=(args.out or root / "build" / "pr" / ps.target).resolve(), signoff=args.signoff)
@@ -193,15 +182,11 @@ def _dispatch(args: argparse.Namespace) -> str:
             f"branch {res.branch} {res.tip[:12]} ({len(res.messages)} commits, signed off); written to {res.out_dir}\n\n"
             f"{res.title}\n\n{res.body}")
     if args.command in ("export", "check-export"):
-        from .git import Repo
-        from .pr import export as export_mod
         res = export_mod.export(ps, Repo.open(args.src), args.branch or ps.branch, check_only=args.command == "check-export",
                                 waiver_out=root / "build" / "export" / ps.target)
-        print(render.as_json(res) if args.json else render.export_result(res))
-        return "" if res.up_to_date or args.command == "export" else _fail(ExitCode.MISMATCH)
+        return _verdict(render.as_json(res) if args.json else render.export_result(res),
+                        res.up_to_date or args.command == "export")
     if args.command == "container":
-        from .container import build as cbuild
-        from .upstream import obtain
         repo, _ = obtain(ps, args.src, args.url)
         res = cbuild.build(root, ps, repo, context_dir=(args.context or root / "build" / "container" / ps.target).resolve(),
                            base=args.base, builder_name=args.builder)
@@ -209,8 +194,6 @@ def _dispatch(args: argparse.Namespace) -> str:
             f"{res.image}  ({res.builder}, image {res.image_id[:19]})\nbase {res.base} {res.labels['org.opencontainers.image.base.digest']}\n"
             + "\n".join(f"  overlaid {f.path}" for f in res.files) + f"\ncontext: {res.context}")
     if args.command == "waivers":
-        from .upstream import base_of, obtain
-        from .waives import report as waiver_report
         repo, _ = obtain(ps, args.src, args.url)
         ref, _sha = base_of(repo, ps)
         res = waiver_report.report(ps, repo, ref)

@@ -128,9 +128,9 @@ class Repo:
         email = os.environ.get("GIT_COMMITTER_EMAIL") or config("user.email")
         return Identity(name, email) if name and email else None
 
-    def commits(self, rng: str) -> list[Sha]:
-        """Commits of a range (e.g. 'base..branch'), oldest first."""
-        return [Sha(s) for s in self.out("rev-list", "--reverse", "--topo-order", rng).splitlines() if s]
+    def commits(self, *rev_args: str) -> list[Sha]:
+        """Commits of a range (e.g. 'base..branch', or 'tip --not --remotes'), oldest first."""
+        return [Sha(s) for s in self.out("rev-list", "--reverse", "--topo-order", *rev_args).splitlines() if s]
 
     def ls_tree(self, rev: str, path: str = "", recursive: bool = True) -> list[tuple[str, str, str]]:
         """(mode, type, path) entries under path at rev, read from trees only (no blobs needed)."""

@@ -13,11 +13,16 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from .errors import Conflict
 from .git import Identity, Repo, Sha, git
 from .model import Patch
 
 APPLIED, UPSTREAM, THREEWAY, CONFLICT = "applied", "already upstream", "3-way", "conflict"
+# Committer date of commits nobody keeps (the delta's trees, the container's overlay), so
+# that the same inputs make the same objects.
+THROWAWAY_DATE = "2026-01-01T00:00:00+00:00"
 HISTORY_LIMIT = 300  # commits searched for a base where a drifted patch still applies
 
 
@@ -49,10 +54,18 @@ class SeriesResult:
     base: Sha
     tip: Sha
     outcomes: list[Outcome] = field(default_factory=list)
+    extra: Any = None  # what the extra step returned (the waiver narrowing)
 
     @property
     def ok(self) -> bool:
         return all(o.status != CONFLICT for o in self.outcomes)
+
+    def raise_on_conflict(self, where: str = "", hint: str = "") -> None:
+        """Conflict naming the first patch that does not apply, with the full drift report."""
+        bad = next((o for o in self.outcomes if o.status == CONFLICT), None)
+        if bad is not None:
+            raise Conflict(f"{bad.patch.name} does not apply{where}: {bad.drift.one_line()}{hint}",
+                           details=drift_report(self.outcomes))
 
     def named(self, status: str) -> list[str]:
         return [o.patch.name for o in self.outcomes if o.status == status]
@@ -109,13 +122,14 @@ class TreeBuilder:
 def apply_series(repo: Repo, base: Sha, patches: Sequence[Patch], *, threeway: bool = False,
                  committer: Identity | None = None, committer_date: str | None = None,
                  stop_on_conflict: bool = True,
-                 extra: Callable[[TreeBuilder], None] | None = None,
+                 extra: Callable[[TreeBuilder], Any] | None = None,
                  message_filter: Callable[[str], str] | None = None) -> SeriesResult:
     """Apply patches on base as commits; report each as applied, already upstream, 3-way or conflict.
 
     Nothing outside the object store changes. With stop_on_conflict=False every patch is
     probed (make check); otherwise the first conflict ends the run. extra, if given, may
-    add commits of its own after the series (the waiver edit).
+    add commits of its own after the series (the waiver edit); its return value is kept
+    as result.extra.
     """
     result = SeriesResult(base=base, tip=base)
     with TreeBuilder(repo, base, committer, committer_date, message_filter) as tb:
@@ -125,7 +139,7 @@ def apply_series(repo: Repo, base: Sha, patches: Sequence[Patch], *, threeway: b
             if outcome.status == CONFLICT and stop_on_conflict:
                 break
         if result.ok and extra is not None:
-            extra(tb)
+            result.extra = extra(tb)
         result.tip = tb.tip
     return result
 

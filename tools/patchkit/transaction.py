@@ -59,14 +59,18 @@ def restore(repo: Repo, snap: Snapshot) -> None:
     repo.run("worktree", "prune")
 
 
+def require_clean(repo: Repo) -> None:
+    """Refuse a checkout with tracked changes: restoring it could not give them back."""
+    dirty = repo.is_dirty()
+    if dirty:
+        more = " and more" if len(dirty) > 1 else ""
+        raise Conflict(f"{repo.path} has uncommitted changes ({dirty[0]}{more}); commit or stash them, then run again")
+
+
 @contextlib.contextmanager
-def transaction(repo: Repo, *, allow_dirty: bool = False) -> Iterator[Snapshot]:
-    """Run the body against repo; on any exception restore the snapshot and re-raise."""
-    if not allow_dirty:
-        dirty = repo.is_dirty()
-        if dirty:
-            raise Conflict(f"{repo.path} has uncommitted changes ({dirty[0]}"
-                           f"{' and more' if len(dirty) > 1 else ''}); commit or stash them, then run again")
+def transaction(repo: Repo) -> Iterator[Snapshot]:
+    """Run the body against a clean repo; on any exception restore the snapshot and re-raise."""
+    require_clean(repo)
     snap = snapshot(repo)
     try:
         yield snap

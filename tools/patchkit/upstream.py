@@ -4,7 +4,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path, PurePosixPath
 
-from .errors import BadInput, Conflict
+from .errors import BadInput
 from .git import Repo, Sha, partial_clone, resolve_target_ref
 from .model import PatchSet
 
@@ -39,10 +39,3 @@ def refuse_symlinked_paths(repo: Repo, base: Sha, ps: PatchSet) -> None:
             for mode, _typ, name in repo.ls_tree(base, prefix, recursive=False):
                 if name == prefix and mode == "120000":
                     raise BadInput(f"{path}: {prefix} is a symlink in {base[:12]}; refusing to write through it")
-
-
-def require_clean(repo: Repo) -> None:
-    dirty = repo.is_dirty()
-    if dirty:
-        more = " and more" if len(dirty) > 1 else ""
-        raise Conflict(f"{repo.path} has uncommitted changes ({dirty[0]}{more}); commit or stash them, then run again")

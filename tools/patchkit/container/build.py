@@ -58,10 +58,8 @@ def render_context(root: Path, ps: PatchSet, repo: Repo, dest: Path, base: str, 
     """Apply the package patches (the one series path), and write the patched files and the Containerfile."""
     ref, commit = base_of(repo, ps)
     patches = package_patches(ps)
-    res = series.apply_series(repo, commit, patches, committer_date="2026-01-01T00:00:00+00:00")
-    if not res.ok:
-        bad = next(o for o in res.outcomes if o.status == series.CONFLICT)
-        raise Conflict(f"{bad.patch.name} does not apply to {ref}: {bad.drift.one_line()}")
+    res = series.apply_series(repo, commit, patches, committer_date=series.THROWAWAY_DATE)
+    res.raise_on_conflict(f" to {ref}")
     paths = sorted({fc.path for p in patches for fc in p.files if fc.path and _in_package(ps, fc.path)})
     if dest.exists():
         shutil.rmtree(dest)

@@ -5,7 +5,7 @@ import importlib.util
 import json
 import shutil
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 
 from ..errors import BadInput
@@ -114,7 +114,7 @@ def delta(ps: PatchSet, *, repo: Repo, mode: str, report: Path, runner: Runner |
     result = DeltaResult(ps.target, mode, ref, base, list(ps.tests.all), _tree_summary(unpatched), _tree_summary(patched),
                          d.fail_to_pass, d.pass_to_pass, d.pass_to_fail, d.fail_to_fail, d.other, not_run,
                          expected, not mismatches, mismatches, not invalid, invalid, junit, str(report))
-    report.write_text(json.dumps(_jsonable(result), indent=2, sort_keys=True) + "\n")
+    report.write_text(json.dumps(asdict(result), indent=2, sort_keys=True) + "\n")
     return result
 
 
@@ -128,11 +128,6 @@ def _existing(repo: Repo, base: str, ps: PatchSet, paths: list[str]) -> list[str
     at_base = {name for _m, _t, name in repo.ls_tree(base, "", recursive=True) if name in wanted}
     added = {fc.path for p in ps.patches for fc in p.files if fc.added}
     return sorted(at_base | (added & set(paths)))
-
-
-def _jsonable(r: DeltaResult) -> dict:
-    from dataclasses import asdict
-    return asdict(r)
 
 
 def render(r: DeltaResult) -> str:

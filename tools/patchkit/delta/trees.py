@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import series
-from ..errors import Conflict
 from ..git import Repo, Sha
 from ..model import PatchSet
 
@@ -28,10 +27,8 @@ def build(repo: Repo, base: Sha, ps: PatchSet, workdir: Path, paths: list[str] |
     """Write both trees under workdir; paths limits what is archived (default: everything)."""
     out = {}
     for name, patches in (("unpatched", [p for p in ps.patches if p.tests_only]), ("patched", list(ps.patches))):
-        res = series.apply_series(repo, base, patches, committer_date="2026-01-01T00:00:00+00:00")
-        if not res.ok:
-            bad = next(o for o in res.outcomes if o.status == series.CONFLICT)
-            raise Conflict(f"{bad.patch.name} does not apply to {base[:12]} for the {name} tree: {bad.drift.one_line()}")
+        res = series.apply_series(repo, base, patches, committer_date=series.THROWAWAY_DATE)
+        res.raise_on_conflict(f" to {base[:12]} for the {name} tree")
         dest = workdir / name
         dest.mkdir(parents=True)
         _archive(repo, res.tip, dest, paths)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from .. import series
 from ..errors import Conflict
-from ..git import Repo, Sha
+from ..git import Repo
 from ..model import PatchSet
 from ..upstream import base_of
 from ..waives import edit as waiver_edit
@@ -36,13 +36,10 @@ def pr(ps: PatchSet, *, repo: Repo, report: Path, out_dir: Path, signoff: str | 
     who = dco.signoff_identity(repo, signoff)
     pr_title = make_title(ps)
 
-    holder: dict = {}
     res = series.apply_series(repo, base, ps.patches, committer=who, committer_date=committer_date,
                               message_filter=lambda m: dco.add_signoff(repo, m, who),
-                              extra=lambda tb: holder.__setitem__("w", waiver_edit.apply_to(tb, ps)))
-    if not res.ok:
-        bad = next(o for o in res.outcomes if o.status == series.CONFLICT)
-        raise Conflict(f"{bad.patch.name} does not apply to {ref}: {bad.drift.one_line()}; run make check")
+                              extra=lambda tb: waiver_edit.apply_to(tb, ps))
+    res.raise_on_conflict(f" to {ref}", "; run make check")
     skipped = res.named(series.UPSTREAM)
     if skipped:
         raise Conflict(f"{', '.join(skipped)} already upstream at {ref}; update the patch set before a PR")
@@ -53,7 +50,7 @@ def pr(ps: PatchSet, *, repo: Repo, report: Path, out_dir: Path, signoff: str | 
 
     shas = repo.commits(f"{base}..{res.tip}")
     files = sorted(set(repo.out("diff", "--name-only", base, res.tip).splitlines()))
-    waiver = holder.get("w")
+    waiver = res.extra
     waiver_text = (f"{waiver.why}; the edit is the last commit." if waiver and waiver.changed
                    else (f"{waiver.why}." if waiver else None))
     text = body_mod.render(body_mod.context(ps, rep, files, waiver_text))

@@ -90,17 +90,16 @@ def check_commit(repo: Repo, sha: str) -> tuple[bool, str | None]:
     return False, f"Signed-off-by ({', '.join(map(str, signoffs))}) matches neither author ({people[0]}) nor committer ({people[1]})"
 
 
-def default_range(repo: Repo, branch: str, base: str | None) -> str:
+def branch_commits(repo: Repo, branch: str, base: str | None) -> tuple[str, list[str]]:
+    """The range checked (base..branch, or the commits on no remote branch or tag) and its commits, oldest first."""
     if repo.rev_parse(branch) is None:
         raise NotFound(f"branch {branch} is not in {repo.path}")
-    if base:
-        return f"{base}..{branch}"
-    return f"{branch} --not --remotes --tags"
+    args = [f"{base}..{branch}"] if base else [branch, "--not", "--remotes", "--tags"]
+    return " ".join(args), repo.commits(*args)
 
 
 def check(repo: Repo, branch: str, base: str | None = None) -> DcoResult:
-    rng = default_range(repo, branch, base)
-    shas = [s for s in repo.out("rev-list", "--reverse", "--topo-order", *rng.split()).splitlines() if s]
+    rng, shas = branch_commits(repo, branch, base)
     result = DcoResult(branch, rng, 0, 0)
     for sha in shas:
         merge, reason = check_commit(repo, sha)
@@ -128,8 +127,7 @@ def fix(repo: Repo, branch: str, who: Identity, base: str | None = None) -> DcoR
     old_tip = repo.rev_parse(ref)
     if old_tip is None:
         raise NotFound(f"{branch} is not a local branch in {repo.path}")
-    rng = default_range(repo, branch, base)
-    shas = [s for s in repo.out("rev-list", "--reverse", "--topo-order", *rng.split()).splitlines() if s]
+    _rng, shas = branch_commits(repo, branch, base)
     parent = repo.out("rev-parse", f"{shas[0]}^")
     for sha in shas:
         an, ae, ad, tree, body = repo.out("show", "-s", "--format=%an%x00%ae%x00%ad%x00%T%x00%B",

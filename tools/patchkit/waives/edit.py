@@ -25,13 +25,18 @@ def load_stages(repo: Repo, rev: str, test_db: str) -> list:
     return stages
 
 
+def read_waives(repo: Repo, rev: str, waives_file: str, index_env: dict | None = None) -> str | None:
+    """waives.txt at rev (or in the index given by index_env); None when there is none."""
+    spec = f":{waives_file}" if index_env else f"{rev}:{waives_file}"
+    res = repo.run("show", spec, env=index_env, check=False)
+    return res.stdout if res.returncode == 0 else None
+
+
 def compute(repo: Repo, rev: str, intent: WaiverIntent, index_env: dict | None = None) -> Narrowing:
     """The narrowing of intent.waives_file at rev (or in the index given by index_env)."""
-    spec = f":{intent.waives_file}" if index_env else f"{rev}:{intent.waives_file}"
-    res = repo.run("show", spec, env=index_env, check=False)
-    if res.returncode != 0:
+    waives = read_waives(repo, rev, intent.waives_file, index_env)
+    if waives is None:
         return Narrowing(False, f"{intent.waives_file} does not exist at this ref; nothing to change", "", "")
-    waives = res.stdout
     stages = load_stages(repo, rev, intent.test_db)
     return narrow(waives, stages, test_files(repo, rev), list(intent.must_run), name=intent.waives_file)
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from ..errors import Conflict
 from .match import _file_of, hits, waived_files
-from .parse import Entry, Stage, parse_waives, render
+from .parse import Entry, Stage, parse_waives
 
 TESTS_ROOT = "tests/"
 

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 from ..git import Repo
 from ..model import PatchSet
-from .edit import compute, load_stages
+from .edit import compute, load_stages, read_waives
 from .match import hits
 from .narrow import Narrowing, test_id
 from .parse import parse_waives
@@ -32,8 +32,7 @@ def report(ps: PatchSet, repo: Repo, ref: str) -> WaiverReport:
     intent = ps.waivers
     tests = sorted(set(ps.tests.all) | (set(intent.must_run) if intent else set()))
     waives_file = intent.waives_file if intent else "tests/integration/test_lists/waives.txt"
-    res = repo.run("show", f"{ref}:{waives_file}", check=False)
-    text = res.stdout if res.returncode == 0 else ""
+    text = read_waives(repo, ref, waives_file) or ""
     stages = load_stages(repo, ref, intent.test_db if intent else "tests/integration/test_lists/test-db")
     narrowing = compute(repo, ref, intent) if intent else None
     after_text = narrowing.after if narrowing and narrowing.changed else text
