@@ -118,3 +118,20 @@ def test_bad_title_from_metadata_stops_pr(checkout, tmp_path):
     with pytest.raises(BadInput, match="does not match upstream's rule"):
         pr_branch.pr(patchset.load(root, "main"), repo=Repo(checkout), report=measured(checkout, "main", tmp_path),
                      out_dir=tmp_path / "out", signoff=SIGNOFF)
+
+
+@pytest.mark.parametrize("bug, want", [
+    ("https://github.com/NVIDIA/TensorRT-LLM/issues/19514", "#19514"),
+    ("https://nvbugs/6800103", "https://nvbugs/6800103"),
+    ("TRTLLM-1234", "TRTLLM-1234"),
+    ("https://example.com/tracker/7", "None"),
+])
+def test_the_waiver_commit_and_the_title_name_the_same_ticket(bug, want):
+    """#10: ticket parsing lived twice and disagreed (an nvbugs bug gave [None] in the waiver commit)."""
+    import dataclasses
+    from patchkit.waives import edit as waiver_edit
+    from patchkit.waives.narrow import Narrowing
+    ps = dataclasses.replace(patchset.load(ROOT, "rc25"), bug=bug)
+    n = Narrowing(True, "why", "", "")
+    assert title_mod.title(ps).startswith(f"[{want}][fix] ")
+    assert waiver_edit.commit_message(ps, n).startswith(f"[{want}][test] ")

@@ -3,6 +3,7 @@ the patch set's declared expectations for the mode."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .run import TreeRun
@@ -16,7 +17,13 @@ def file_of(test_id: str) -> str:
 
 
 def counts(run: TreeRun, file: str | None = None) -> dict[str, int]:
-    c = Counter(t["outcome"] for tid, t in run.tests.items() if file is None or file_of(tid) == file)
+    return outcome_counts({tid: t["outcome"] for tid, t in run.tests.items()}, file)
+
+
+def outcome_counts(outcomes: Mapping[str, str], file: str | None = None) -> dict[str, int]:
+    """Tests per outcome category (of one test file, or all), from test id -> outcome as a
+    report stores it; the one place that counts, for the delta and the PR body alike."""
+    c = Counter(o for tid, o in outcomes.items() if file is None or file_of(tid) == file)
     return {k: c.get(k, 0) for k in CATEGORIES}
 
 

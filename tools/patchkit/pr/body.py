@@ -8,6 +8,7 @@ from pathlib import Path
 
 import jinja2
 
+from ..delta.compare import outcome_counts
 from ..errors import Conflict, NotFound
 from ..model import PatchSet
 from .title import ticket
@@ -36,24 +37,16 @@ def _paragraphs(body: str) -> list[str]:
     return [" ".join(p.split()) for p in paras if not _TRAILER.match(p)]
 
 
-def _per_file(tests: dict[str, str], file: str) -> dict[str, int]:
-    out = {k: 0 for k in ("passed", "failed", "error", "skipped", "not_run")}
-    for tid, outcome in tests.items():
-        if tid.split("::")[0] == file:
-            out[outcome] = out.get(outcome, 0) + 1
-    return out
-
-
 def context(ps: PatchSet, report: dict, files: list[str], waiver: str | None) -> dict:
     fixes = [p for p in ps.patches if not p.tests_only]
     added = {fc.path for p in ps.patches for fc in p.files if fc.added}
     regression = []
     for f in ps.tests.regression:
-        u, p = _per_file(report["unpatched"]["tests"], f), _per_file(report["patched"]["tests"], f)
+        u, p = outcome_counts(report["unpatched"]["tests"], f), outcome_counts(report["patched"]["tests"], f)
         regression.append({"file": f, "new": f in added, "total": sum(p.values()), "unpatched": u, "patched": p})
     neighbours = []
     for f in ps.tests.neighbours:
-        p = _per_file(report["patched"]["tests"], f)
+        p = outcome_counts(report["patched"]["tests"], f)
         summary = (f"{p['passed']} pass with the fix, none regress" if p["passed"] and not p["failed"]
                    else f"not run in {report['mode']} mode (needs the container)" if p["not_run"]
                    else f"{p['passed']} pass, {p['failed']} fail with the fix")

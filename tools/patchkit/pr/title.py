@@ -10,12 +10,15 @@ TITLE_RULE = re.compile(r"^(\[(None|[A-Z0-9]+-[0-9]+|#[0-9]+|https:\/\/nvbugs\/[
 
 
 def ticket(ps: PatchSet) -> str:
-    """'#19514' for a GitHub issue URL, the nvbugs URL as is, else 'None'."""
-    m = re.search(r"github\.com/[^/]+/[^/]+/issues/(\d+)$", ps.bug)
+    """The title's ticket for the set's bug: '#19514' for a GitHub issue URL, an NVBugs URL
+    or a JIRA key (ABC-123) as is, else 'None'. The one home of this rule: the waiver
+    commit's subject uses it too."""
+    bug = ps.bug.strip()
+    m = re.fullmatch(r"https://github\.com/[^/]+/[^/]+/issues/(\d+)/?", bug)
     if m:
         return f"#{m.group(1)}"
-    if re.fullmatch(r"https://nvbugs/\d+", ps.bug):
-        return ps.bug
+    if re.fullmatch(r"https://nvbugs/\d+|[A-Z0-9]+-\d+|#\d+", bug):
+        return bug
     return "None"
 
 

@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import posixpath
-import re
 
 from ..git import Identity, Repo
 from ..model import PatchSet, WaiverIntent
+from ..pr.title import ticket
 from .narrow import Narrowing, narrow
 from .parse import parse_test_db
 
@@ -42,8 +42,7 @@ def compute(repo: Repo, rev: str, intent: WaiverIntent, index_env: dict | None =
 
 
 def commit_message(ps: PatchSet, n: Narrowing) -> str:
-    m = re.search(r"/issues/(\d+)$", ps.bug)
-    tag = f"#{m.group(1)}" if m else "None"
+    tag = ticket(ps)
     tests = ", ".join(posixpath.basename(t) for t in ps.waivers.must_run)
     lines = [f"[{tag}][test] Narrow the waiver that skipped {tests}", "",
              ps.waivers.reason, "",
