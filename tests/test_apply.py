@@ -150,7 +150,19 @@ def test_drift_is_reported_with_file_hunk_and_expected_lines(upstream, tmp_path,
     assert len(err.strip().splitlines()) == 1
     assert re.search(r"0001-.*does not apply: tensorrt_llm/_torch/pyexecutor/_util.py hunk #1 @@ -1941,19 \+1941,29 @@", err)
     assert "THREEWAY=1" in err
-    assert "|             head_dim = encoder_hidden_size // encoder_num_heads" in out
+    # The line that differs is named, not merely the first context line (which is unchanged).
+    assert "expected 'head_dim = encoder_hidden_size // encoder_num_heads', " \
+           "found 'head_dim = encoder_hidden_size // max(encoder_num_heads, 1)'" in err
+    rows = [line for line in out.splitlines() if " | " in line]
+    marked = [line for line in rows if line.lstrip()[:1] in "-+"]
+    assert [m.lstrip()[0] for m in marked] == ["-", "+"]
+    assert marked[0].endswith("|             head_dim = encoder_hidden_size // encoder_num_heads")
+    assert marked[1].endswith("|             head_dim = encoder_hidden_size // max(encoder_num_heads, 1)")
+    # The found line is numbered where it is in the file, and the unchanged neighbours are shown.
+    lines = sh("git", "-C", clone, "show", f"origin/main:{UTIL}").stdout.splitlines()
+    number = int(marked[1].split("|")[0].lstrip(" +"))
+    assert lines[number - 1] == "            head_dim = encoder_hidden_size // max(encoder_num_heads, 1)"
+    assert any(line.endswith("|         if head_dim is None:") and line.lstrip()[0].isdigit() for line in rows)
     assert state_of(clone) == before
 
 

@@ -21,16 +21,28 @@ class TargetCheck:
 
     @property
     def verdict(self) -> str:
+        """One phrase that agrees with every patch's row: the common status, or each status
+        with how many of the series have it (never 'applies cleanly' over a patch that is
+        already upstream)."""
         if self.base is None:
             return "ref not in checkout"
         statuses = [o.status for o in self.outcomes]
-        if series.CONFLICT in statuses:
-            return "conflicts"
-        if series.THREEWAY in statuses:
-            return "needs 3-way"
-        if statuses and all(s == series.UPSTREAM for s in statuses):
-            return "already upstream"
-        return "applies cleanly"
+        if not statuses:
+            return "empty series"
+        words = [WORDS[s] for s in ORDER if s in statuses]
+        if len(words) == 1:
+            return words[0]
+        return ", ".join(f"{WORDS[s]} ({statuses.count(s)} of {len(statuses)})" for s in ORDER if s in statuses)
+
+    @property
+    def conflicts(self) -> bool:
+        return any(o.status == series.CONFLICT for o in self.outcomes)
+
+
+# Worst first, so that a mixed verdict leads with what needs doing.
+ORDER = (series.CONFLICT, series.THREEWAY, series.UPSTREAM, series.APPLIED)
+WORDS = {series.CONFLICT: "conflicts", series.THREEWAY: "needs 3-way", series.UPSTREAM: "already upstream",
+         series.APPLIED: "applies cleanly"}  # a probe: nothing was applied
 
 
 def check(sets: list[PatchSet], *, src: Path) -> list[TargetCheck]:
@@ -48,7 +60,9 @@ def check(sets: list[PatchSet], *, src: Path) -> list[TargetCheck]:
         outcomes = plain.outcomes
         if not plain.ok:
             merged = series.apply_series(repo, base, ps.patches, threeway=True, stop_on_conflict=False)
-            outcomes = [m if p.status == series.CONFLICT and m.status == series.THREEWAY else p
+            # A merged patch keeps the drift its plain probe found: it says what 3-way got past.
+            outcomes = [series.Outcome(m.patch, m.status, m.commit, p.drift)
+                        if p.status == series.CONFLICT and m.status == series.THREEWAY else p
                         for p, m in zip(plain.outcomes, merged.outcomes)]
         results.append(TargetCheck(ps.target, ps.upstream.ref, base, outcomes))
     return results

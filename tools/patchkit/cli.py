@@ -149,7 +149,9 @@ def _dispatch(args: argparse.Namespace) -> str | tuple[str, ExitCode]:
     if args.command == "check":
         names = args.target or patchset.targets(root)
         res = check_mod.check([patchset.load(root, t) for t in names], src=args.src)
-        return render.as_json(res) if args.json else render.check_results(res)
+        # CI gates on this: any patch that conflicts makes the run fail with the conflict code.
+        code = ExitCode.CONFLICT if any(r.conflicts for r in res) else ExitCode.OK
+        return render.as_json(res) if args.json else render.check_results(res), code
     if args.command == "dco":
         repo = Repo.open(args.src)
         res = (dco.fix(repo, args.branch, dco.signoff_identity(repo, args.signoff), args.base) if args.fix

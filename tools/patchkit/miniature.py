@@ -3,7 +3,9 @@
 The scaffolding lives in tests/fixtures/miniature (a manifest of commits, each a directory
 laid over the tree before it). Lines marked '#patchkit: preimage <target> <n>' become the
 preimage of hunk n of that target's patches for the file, so the lines the real patches
-touch are the patches' own.
+touch are the patches' own. A line '#patchkit: filler' becomes generated code of our own,
+as many lines as put the first preimage after it at the line its hunk header names: the
+patches then apply with no offset, and exporting them again is byte-identical.
 """
 from __future__ import annotations
 
@@ -20,7 +22,8 @@ from .errors import BadInput
 from .git import Repo, git
 
 SCAFFOLD = Path("tests/fixtures/miniature")
-MARKER = re.compile(r"^#patchkit: preimage (?P<target>\S+) (?P<n>\d+)\n", re.M)
+MARKER = re.compile(r"^#patchkit: preimage (?P<target>\S+) (?P<n>\d+)$")
+FILLER = "#patchkit: filler"
 IDENTITY = {"GIT_AUTHOR_NAME": "Miniature Upstream", "GIT_AUTHOR_EMAIL": "miniature@upstream.invalid",
             "GIT_COMMITTER_NAME": "Miniature Upstream", "GIT_COMMITTER_EMAIL": "miniature@upstream.invalid"}
 
@@ -72,14 +75,92 @@ def _lay(root: Path, layer: Path, tree: Path) -> None:
         rel = src.relative_to(layer)
         out = tree / rel
         out.parent.mkdir(parents=True, exist_ok=True)
-        text = src.read_text()
-        out.write_text(MARKER.sub(lambda m: _preimage(root, rel.as_posix(), m["target"], int(m["n"])), text))
+        out.write_text(_expand(root, rel.as_posix(), src.read_text()))
 
 
-def _preimage(root: Path, path: str, target: str, n: int) -> str:
+def _expand(root: Path, path: str, text: str) -> str:
+    """The file's text with its preimage markers replaced and its filler sized."""
+    lines: list[str] = []
+    filler_at: int | None = None
+    anchor: tuple[int, int] | None = None  # (index in lines, the line the hunk header names)
+    for line in text.splitlines(keepends=True):
+        m = MARKER.match(line.rstrip("\n"))
+        if m:
+            hunk = _hunk(root, path, m["target"], int(m["n"]))
+            if filler_at is not None and anchor is None:
+                anchor = (len(lines), hunk.old_start)
+            lines += hunk.preimage
+        elif line.rstrip("\n") == FILLER:
+            filler_at = len(lines)
+        else:
+            lines.append(line)
+    if filler_at is None:
+        return "".join(lines)
+    if anchor is None:
+        raise BadInput(f"miniature: {path} has a filler but no preimage marker after it")
+    need = anchor[1] - 1 - anchor[0]
+    return "".join(lines[:filler_at] + filler(need, path) + lines[filler_at:])
+
+
+def _hunk(root: Path, path: str, target: str, n: int):
     ps = patchset.load(root, target)
     for patch in ps.patches:
         for fc in patch.files:
             if fc.old_path == path and len(fc.hunks) >= n:
-                return "".join(fc.hunks[n - 1].preimage)
+                return fc.hunks[n - 1]
     raise BadInput(f"miniature: no hunk {n} for {path} in the {target} patch set")
+
+
+_TOPICS = ("block", "page", "request", "token", "batch", "layer", "slot", "stream", "window", "beam",
+           "sequence", "adapter", "prompt", "chunk", "draft")
+
+
+def _plural(word: str) -> str:
+    return word + ("es" if word.endswith(("ch", "sh", "s")) else "s")
+
+
+def _function(i: int) -> list[str]:
+    t = _TOPICS[i % len(_TOPICS)]
+    return [f"def _{t}_budget_{i}(total: int, reserved: int = 0) -> int:\n",
+            f'    """How many {_plural(t)} remain of total once reserved ones are set aside (miniature filler)."""\n',
+            "    return max(total - reserved, 0)\n"]
+
+
+def _class(i: int) -> list[str]:
+    t = _TOPICS[i % len(_TOPICS)]
+    return [f"class _{t.capitalize()}Tally{i}:\n",
+            f'    """Counts {_plural(t)} as they are handed out, up to a limit (miniature filler)."""\n',
+            "\n",
+            "    def __init__(self, limit: int) -> None:\n",
+            "        self.limit = limit\n",
+            "        self.used = 0\n",
+            "\n",
+            "    def take(self, n: int = 1) -> bool:\n",
+            "        if self.used + n > self.limit:\n",
+            "            return False\n",
+            "        self.used += n\n",
+            "        return True\n"]
+
+
+def filler(n: int, path: str = "the file") -> list[str]:
+    """n lines of plausible module-level code of our own (functions, small classes, a tuple).
+
+    Deterministic and prefix-stable: a longer filler starts with the blocks of a shorter
+    one, so the miniature's later commits read as upstream adding code.
+    """
+    if n == 0:
+        return []
+    if n < 4:
+        raise BadInput(f"miniature: {path} needs {n} filler line(s); a filler is 0 or at least 4 lines")
+    out: list[str] = []
+    i = 0
+    while True:
+        block = (_class(i) if i % 3 == 2 else _function(i)) + ["\n", "\n"]
+        if n - len(out) - len(block) < 4:
+            break
+        out += block
+        i += 1
+    k = n - len(out) - 4  # the last block, a tuple, takes the rest: 2 + k lines and 2 blank ones
+    out += ["_FILLER_NAMES = (\n", *(f'    "{_TOPICS[j % len(_TOPICS)]}_{j}",\n' for j in range(k)), ")\n", "\n", "\n"]
+    assert len(out) == n
+    return out

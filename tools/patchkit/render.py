@@ -58,14 +58,18 @@ def apply_result(r) -> str:
 
 
 def check_results(results) -> str:
-    rows, details = [], []
+    from .check import WORDS
+    from .series import drift_report
+    rows, details, drifts = [], [], []
     for r in results:
         rows.append((r.target, r.ref, r.base[:12] if r.base else "-", r.verdict))
         for o in r.outcomes:
-            detail = f"at {o.drift.one_line()}" if o.drift else ""
-            status = "applies cleanly" if o.status == "applied" else o.status  # a probe: nothing was applied
-            details.append((f"  {r.target}", o.patch.name, status, detail))
-    return table(rows, ("target", "ref", "commit", "verdict")) + ("\n" + table(details) if details else "")
+            said = [o.drift.one_line()] if o.drift else []
+            said += [off.one_line() for off in o.offsets]
+            details.append((f"  {r.target}", o.patch.name, WORDS.get(o.status, o.status), "; ".join(said)))
+        drifts += [drift_report([o]) for o in r.outcomes if o.status == "conflict" and o.drift]
+    text = table(rows, ("target", "ref", "commit", "verdict")) + ("\n" + table(details) if details else "")
+    return "\n".join([text, *filter(None, drifts)])
 
 
 def dco_result(r) -> str:

@@ -8,6 +8,7 @@ come through apply_series().
 """
 from __future__ import annotations
 
+import difflib
 import re
 import tempfile
 from collections.abc import Callable, Sequence
@@ -23,22 +24,62 @@ APPLIED, UPSTREAM, THREEWAY, CONFLICT = "applied", "already upstream", "3-way", 
 # Committer date of commits nobody keeps (the delta's trees, the container's overlay), so
 # that the same inputs make the same objects.
 THROWAWAY_DATE = "2026-01-01T00:00:00+00:00"
+REPORT_CONTEXT = 2  # unchanged lines shown around each differing one in a drift report
 HISTORY_LIMIT = 300  # commits searched for a base where a drifted patch still applies
 
 
 @dataclass(frozen=True)
 class Drift:
-    """Where a patch stopped applying: the file, the hunk, and the lines it expected."""
+    """Where a patch stopped applying: the file, the hunk, the lines it expected and, when
+    the file is there, the lines found at the place that matches them best (from line at)."""
 
     path: str
     hunk: str
     expected: tuple[str, ...]
     reason: str
+    at: int = 0
+    found: tuple[str, ...] = ()
+
+    def rows(self) -> list[tuple[str, int | None, str]]:
+        """Expected beside found: (' ' same, '-' expected only, '+' found only; found line number, text)."""
+        out: list[tuple[str, int | None, str]] = []
+        sm = difflib.SequenceMatcher(None, self.expected, self.found, autojunk=False)
+        for op, i1, i2, j1, j2 in sm.get_opcodes():
+            if op == "equal":
+                out += [(" ", self.at + j, self.expected[i]) for i, j in zip(range(i1, i2), range(j1, j2))]
+                continue
+            out += [("-", None, self.expected[i]) for i in range(i1, i2)]
+            out += [("+", self.at + j, self.found[j]) for j in range(j1, j2)]
+        return out
 
     def one_line(self) -> str:
         where = f"{self.path} hunk {self.hunk}" if self.hunk else self.path
+        rows = self.rows() if self.found else []
+        want = next((t for m, _n, t in rows if m == "-"), None)
+        got = next(((n, t) for m, n, t in rows if m == "+"), None)
+        if got is not None:
+            said = f"{where}: {self.reason} at line {got[0]}"
+            said += f": expected {want.strip()!r}" if want is not None else ": an extra line"
+            return said + f", found {got[1].strip()!r}"
+        if want is not None:
+            return f"{where}: {self.reason}: {want.strip()!r} is missing near line {self.at}"
         first = next((line.rstrip("\n") for line in self.expected if line.strip()), "")
         return f"{where}: {self.reason}" + (f"; expected {first.strip()!r}" if first else "")
+
+
+@dataclass(frozen=True)
+class Offset:
+    """A hunk that applies, but not at the line its header names."""
+
+    path: str
+    hunk: int
+    header_line: int
+    at: int
+
+    def one_line(self) -> str:
+        by = abs(self.at - self.header_line)
+        return (f"{self.path} hunk #{self.hunk} applies at line {self.at}, "
+                f"{by:,} line{'s' if by != 1 else ''} from its header")
 
 
 @dataclass(frozen=True)
@@ -47,6 +88,7 @@ class Outcome:
     status: str
     commit: Sha | None = None
     drift: Drift | None = None
+    offsets: tuple[Offset, ...] = ()
 
 
 @dataclass
@@ -93,7 +135,8 @@ class TreeBuilder:
         self._tmp.cleanup()
 
     def probe(self, patch: Patch, reverse: bool = False) -> tuple[bool, str]:
-        args = ["apply", "--cached", "--check", "--whitespace=nowarn"] + (["--reverse"] if reverse else []) + ["-"]
+        """Would the patch apply here? (-v: git then also names hunks that apply at an offset)"""
+        args = ["apply", "--cached", "--check", "-v", "--whitespace=nowarn"] + (["--reverse"] if reverse else []) + ["-"]
         res = self.repo.run(*args, input=patch.diff, env=self.env, check=False)
         return res.returncode == 0, res.stderr
 
@@ -151,7 +194,7 @@ def _apply_one(tb: TreeBuilder, patch: Patch, threeway: bool) -> Outcome:
         reverse_ok, _ = tb.probe(patch, reverse=True)
         if reverse_ok:
             return Outcome(patch, UPSTREAM)
-        drift = _drift(patch, err)
+        drift = _drift(patch, err, tb)
         if not threeway:
             return Outcome(patch, CONFLICT, drift=drift)
         merged = _merge_from_history(tb, patch)
@@ -159,11 +202,27 @@ def _apply_one(tb: TreeBuilder, patch: Patch, threeway: bool) -> Outcome:
             return Outcome(patch, CONFLICT, drift=merged)
         return Outcome(patch, THREEWAY, tb.commit(patch.message, author, patch.date))
     tb.apply(patch)
-    return Outcome(patch, APPLIED, tb.commit(patch.message, author, patch.date))
+    return Outcome(patch, APPLIED, tb.commit(patch.message, author, patch.date), offsets=_offsets(patch, err))
 
 
-def _drift(patch: Patch, stderr: str) -> Drift:
-    """Turn git apply's complaint into the file, hunk and expected lines."""
+_CHECKING = re.compile(r"^Checking patch (.+)\.\.\.$")
+_SUCCEEDED = re.compile(r"^Hunk #(\d+) succeeded at (\d+) \(offset (-?\d+) lines?\)\.$")
+
+
+def _offsets(patch: Patch, verbose: str) -> tuple[Offset, ...]:
+    """The hunks git apply -v says apply at an offset from their headers."""
+    found, path = [], ""
+    for line in verbose.splitlines():
+        if m := _CHECKING.match(line):
+            path = m.group(1)
+        elif (m := _SUCCEEDED.match(line)) and path:
+            at, by = int(m.group(2)), int(m.group(3))
+            found.append(Offset(path, int(m.group(1)), at - by, at))
+    return tuple(found)
+
+
+def _drift(patch: Patch, stderr: str, tb: TreeBuilder | None = None) -> Drift:
+    """Turn git apply's complaint into the file, the hunk, the expected lines and those found."""
     m = re.search(r"patch failed: (.+):(\d+)", stderr)
     if m:
         path, line = m.group(1), int(m.group(2))
@@ -172,12 +231,25 @@ def _drift(patch: Patch, stderr: str) -> Drift:
                 hunk = next((h for h in fc.hunks if h.old_start == line), fc.hunks[0] if fc.hunks else None)
                 if hunk:
                     n = fc.hunks.index(hunk) + 1
-                    return Drift(path, f"#{n} {hunk.header}", hunk.preimage, "context does not match")
+                    text = _blob(tb.repo, tb.env, path) if tb is not None else None
+                    at, found = _locate(hunk.preimage, (text or "").splitlines(keepends=True), hunk.old_start)
+                    return Drift(path, f"#{n} {hunk.header}", hunk.preimage, "context does not match", at, found)
     m = re.search(r"error: (.+?): (does not exist in index|already exists in index)", stderr)
     if m:
         return Drift(m.group(1), "", (), m.group(2))
     line = next((ln for ln in stderr.splitlines() if ln.startswith("error:")), stderr.strip() or "does not apply")
     return Drift(patch.paths[0] if patch.paths else "?", "", (), line.removeprefix("error: "))
+
+
+def _locate(expected: Sequence[str], lines: Sequence[str], near: int) -> tuple[int, tuple[str, ...]]:
+    """The place in lines most like expected (most equal lines, then nearest to line near):
+    its first line number and the lines there. (0, ()) when the file is empty."""
+    n = len(expected)
+    if not lines or not n:
+        return 0, ()
+    starts = range(max(1, len(lines) - n + 1))
+    best = max(starts, key=lambda i: (sum(a == b for a, b in zip(expected, lines[i:i + n])), -abs(i + 1 - near)))
+    return best + 1, tuple(lines[best:best + n])
 
 
 def _merge_from_history(tb: TreeBuilder, patch: Patch) -> Drift | None:
@@ -233,10 +305,24 @@ def _merge_file(ours: str, base: str, theirs: str) -> tuple[str, int]:
 
 
 def drift_report(outs: Sequence[Outcome]) -> str:
-    """The full drift report: for each conflict, the file, hunk and every expected line."""
+    """The full drift report: for each conflict, the file and hunk, and the lines the patch
+    expects beside those found at that place, the differing ones marked (- expected, + found)."""
     parts = []
     for o in outs:
-        if o.drift and o.drift.expected:
-            parts.append(f"{o.patch.name}: {o.drift.path} hunk {o.drift.hunk} expected:")
-            parts += [f"    | {line.rstrip(chr(10))}" for line in o.drift.expected]
+        d = o.drift
+        if not (d and d.expected):
+            continue
+        if d.found:
+            parts.append(f"{o.patch.name}: {d.path} hunk {d.hunk}: expected (-) beside found at line {d.at} (+):")
+            rows = d.rows()
+            near = {k for i, (mark, _n, _t) in enumerate(rows) if mark != " "
+                    for k in range(i - REPORT_CONTEXT, i + REPORT_CONTEXT + 1)}
+            for i, (mark, n, text) in enumerate(rows):
+                if i in near:
+                    parts.append(f"  {mark} {'' if n is None else n:>6} | {text.rstrip(chr(10))}")
+                elif i - 1 in near:
+                    parts.append("    " + " " * 6 + " | ...")
+        else:
+            parts.append(f"{o.patch.name}: {d.path} hunk {d.hunk} expected:")
+            parts += [f"    | {line.rstrip(chr(10))}" for line in d.expected]
     return "\n".join(parts)

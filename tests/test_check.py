@@ -1,0 +1,116 @@
+"""make check: what it says about each patch and target, and the exit code CI gates on (#9 items 3-5)."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from patchkit import check as check_mod, patchset
+from patchkit.cli import main
+from helpers import ROOT, sh, state_of
+
+UTIL = "tensorrt_llm/_torch/pyexecutor/_util.py"
+
+
+def commit_all(repo: Path, message: str) -> None:
+    sh("git", "-C", repo, "add", "-A")
+    sh("git", "-C", repo, "commit", "-q", "-m", message)
+
+
+def clone_of(upstream: Path, tmp_path: Path) -> Path:
+    dest = tmp_path / "clone"
+    sh("git", "clone", "-q", upstream.as_uri(), dest)
+    sh("git", "-C", dest, "fetch", "-q", "origin", "--tags")
+    return dest
+
+
+def run_check(src: Path, capsys) -> tuple[int, str, str]:
+    code = main(["--root", str(ROOT), "check", "--src", str(src)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def rows_of(out: str) -> dict[str, tuple[str, list[str]]]:
+    """target -> (verdict, [status of each patch row])."""
+    lines = out.splitlines()
+    verdicts = {ln.split()[0]: ln.split(None, 3)[3] for ln in lines[1:] if ln and not ln.startswith(" ")
+                and ln.split()[0] in ("rc25", "main")}
+    statuses = {t: [] for t in verdicts}
+    for ln in lines:
+        m = re.match(r"^  (\S+)  (\S+\.patch)\s+(applies cleanly|already upstream|needs 3-way|conflicts)", ln)
+        if m:
+            statuses[m.group(1)].append(m.group(3))
+    return {t: (verdicts[t], statuses[t]) for t in verdicts}
+
+
+def test_hunk_at_an_offset_is_reported_with_line_and_distance(upstream, tmp_path, capsys):
+    """Upstream removed 1,200 lines above the method: the hunk still applies, and check says where."""
+    util = upstream / UTIL
+    lines = util.read_text().splitlines(keepends=True)
+    util.write_text("".join(lines[:30] + lines[1230:]))
+    commit_all(upstream, "Move helpers out of _util.py")
+    src = clone_of(upstream, tmp_path)
+    code, out, _err = run_check(src, capsys)
+    assert code == 0
+    hunk = patchset.load(ROOT, "main").patches[0].files[0].hunks[0]
+    now = sh("git", "-C", src, "show", f"origin/main:{UTIL}").stdout.splitlines(keepends=True)
+    at = next(i + 1 for i in range(len(now)) if tuple(now[i:i + hunk.old_len]) == hunk.preimage)
+    by = hunk.old_start - at
+    assert by > 999  # so the thousands separator shows
+    assert f"{UTIL} hunk #1 applies at line {at}, {by:,} lines from its header" in out
+    assert rows_of(out)["main"] == ("applies cleanly", ["applies cleanly", "applies cleanly"])
+
+
+def test_no_offset_is_reported_on_the_faithful_miniature(checkout, capsys):
+    code, out, _err = run_check(checkout, capsys)
+    assert code == 0 and "from its header" not in out
+    for target, (verdict, statuses) in rows_of(out).items():
+        assert verdict == "applies cleanly" and statuses == ["applies cleanly"] * 2, target
+
+
+def test_summary_agrees_with_a_patch_already_upstream(upstream, tmp_path, capsys):
+    """A target used to read 'applies cleanly' over a patch that reads 'already upstream'."""
+    ps = patchset.load(ROOT, "main")
+    sh("git", "-C", upstream, "am", "-q", ps.patches[0].file)
+    src = clone_of(upstream, tmp_path)
+    code, out, _err = run_check(src, capsys)
+    assert code == 0
+    verdict, statuses = rows_of(out)["main"]
+    assert statuses == ["already upstream", "applies cleanly"]
+    assert verdict != "applies cleanly"
+    for status in set(statuses):
+        assert f"{status} ({statuses.count(status)} of {len(statuses)})" in verdict
+    [res] = check_mod.check([ps], src=src)
+    assert not res.conflicts
+
+
+def _rewrite_a_removed_line(upstream: Path) -> None:
+    """Upstream rewrote a line the fix removes: neither a plain nor a 3-way apply can work."""
+    util = upstream / UTIL
+    text = util.read_text()
+    old = "        max_seq_len = fallback_max_seq_len or self._max_seq_len\n"
+    assert text.count(old) == 1
+    util.write_text(text.replace(old, "        max_seq_len = self._max_seq_len if fallback_max_seq_len is None else fallback_max_seq_len\n"))
+    commit_all(upstream, "Treat a zero fallback as a fallback")
+
+
+def test_a_conflict_exits_3_shows_the_differing_lines_and_changes_nothing(upstream, tmp_path, capsys):
+    _rewrite_a_removed_line(upstream)
+    src = clone_of(upstream, tmp_path)
+    before = state_of(src)
+    code, out, _err = run_check(src, capsys)
+    assert code == 3
+    verdict, statuses = rows_of(out)["main"]
+    assert statuses == ["conflicts", "applies cleanly"] and verdict.startswith("conflicts (1 of 2)")
+    assert rows_of(out)["rc25"] == ("applies cleanly", ["applies cleanly"] * 2)
+    marked = [ln for ln in out.splitlines() if re.match(r"^  [-+] ", ln)]
+    assert len(marked) == 2
+    assert marked[0].endswith("|         max_seq_len = fallback_max_seq_len or self._max_seq_len")
+    assert "if fallback_max_seq_len is None else fallback_max_seq_len" in marked[1]
+    assert state_of(src) == before
+
+
+def test_check_of_one_clean_target_exits_0(upstream, tmp_path, capsys):
+    _rewrite_a_removed_line(upstream)
+    src = clone_of(upstream, tmp_path)
+    code = main(["--root", str(ROOT), "check", "--src", str(src), "--target", "rc25"])
+    assert code == 0 and "applies cleanly" in capsys.readouterr().out

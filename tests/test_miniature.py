@@ -1,0 +1,94 @@
+"""The miniature upstream is faithful: the patches apply at the lines their headers name,
+and apply -> delta -> export round-trips byte-identically (issue #9, item 3: export used to
+rewrite '@@ -1941,19 +1941,29 @@' to '@@ -63,19 +63,29 @@')."""
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+from patchkit import apply as apply_mod, miniature, patchset
+from patchkit.delta import command as delta_cmd
+from patchkit.errors import BadInput
+from patchkit.git import Repo
+from patchkit.pr import export as export_mod
+from helpers import ROOT, copy_root, sh
+
+REF = {"rc25": "v1.3.0rc25", "main": "main"}
+
+
+@pytest.mark.parametrize("target", ["rc25", "main"])
+def test_every_hunk_sits_at_the_line_its_header_names(miniature_template, target):
+    ps = patchset.load(ROOT, target)
+    hunks = [(fc.old_path, h) for p in ps.patches for fc in p.files if not fc.added for h in fc.hunks]
+    assert hunks
+    for path, hunk in hunks:
+        lines = sh("git", "-C", miniature_template, "show", f"{REF[target]}:{path}").stdout.splitlines(keepends=True)
+        start = hunk.old_start - 1
+        assert tuple(lines[start:start + hunk.old_len]) == hunk.preimage, f"{path} {hunk.header}"
+
+
+@pytest.mark.parametrize("target", ["rc25", "main"])
+def test_the_miniature_module_is_plausible_python_of_our_own(miniature_template, target):
+    ps = patchset.load(ROOT, target)
+    [path] = {fc.old_path for p in ps.patches for fc in p.files if not fc.added}
+    text = sh("git", "-C", miniature_template, "show", f"{REF[target]}:{path}").stdout
+    tree = ast.parse(text)
+    names = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+    assert "KvCacheCreator" in names and len(names) > 20
+    assert "#patchkit:" not in text
+
+
+@pytest.mark.parametrize("n", [0, 4, 5, 6, 7, 9, 19, 20, 137])
+def test_filler_has_exactly_the_lines_asked_for_and_compiles(n):
+    lines = miniature.filler(n)
+    assert len(lines) == n
+    compile("".join(lines), "filler", "exec")
+    assert "".join(miniature.filler(n + 40)).startswith("".join(lines[: max(0, n - 20)]))
+
+
+def test_filler_too_short_to_be_code_is_refused():
+    with pytest.raises(BadInput, match="at least 4 lines"):
+        miniature.filler(3)
+
+
+@pytest.mark.parametrize("target", ["rc25", "main"])
+def test_apply_delta_export_round_trip(checkout, tmp_path, target):
+    """Each target: apply, the declared delta measured, export byte-identical to the set."""
+    root = copy_root(tmp_path)
+    ps = patchset.load(root, target)
+    before = {p.name: p.read_bytes() for p in ps.root.glob("*.patch")}
+    res = apply_mod.apply(ps, src=checkout)
+    assert all(o.status == "applied" and not o.offsets for o in res.outcomes)
+    d = delta_cmd.delta(ps, repo=Repo(checkout), mode="source", report=tmp_path / "delta.json")
+    assert d.ok, d.mismatches + d.invalid
+    declared = ps.expected["source"][ps.tests.regression[0]]
+    regression = ps.tests.regression[0]
+    measured = {name: sum(1 for tid, o in run["tests"].items() if tid.startswith(regression + "::") and o == "passed")
+                for name, run in (("unpatched", d.unpatched), ("patched", d.patched))}
+    assert measured == {"unpatched": declared["unpatched"]["passed"], "patched": declared["patched"]["passed"]}
+    check = export_mod.export(ps, Repo(checkout), ps.branch, check_only=True)
+    assert check.up_to_date, check.changed
+    export_mod.export(ps, Repo(checkout), ps.branch)
+    assert {p.name: p.read_bytes() for p in ps.root.glob("*.patch")} == before
+
+
+def test_make_apply_then_check_export_round_trips(tmp_path, upstream):
+    """make apply TRTLLM=main, then make export and make check-export: nothing changes."""
+    root = copy_root(tmp_path)
+    (root / "Makefile").write_bytes((ROOT / "Makefile").read_bytes())
+    src = tmp_path / "src"
+
+    def make(*args):
+        return sh("make", "-s", "-C", root, "SETUP=", f"PATCHKIT={sys.executable} -m patchkit --root {root}",
+                  f"TRTLLM_SRC={src}", "TRTLLM=main", *args, check=False)
+    res = make(f"TRTLLM_URL={upstream.as_uri()}", "apply")
+    assert res.returncode == 0, res.stderr
+    for goal in ("export", "check-export"):
+        res = make(goal)
+        assert res.returncode == 0, res.stderr + res.stdout
+    assert "byte-identical" in res.stdout
+    for p in (root / "patches" / "main").glob("*.patch"):
+        assert p.read_bytes() == (ROOT / "patches" / "main" / p.name).read_bytes()
