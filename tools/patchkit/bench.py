@@ -17,7 +17,7 @@ from . import apply as apply_mod, miniature, patchset, proc
 from .container import build as cbuild
 from .container.testbase import make_base
 from .delta import command as delta_cmd
-from .git import Repo, git
+from .git import Repo, clone
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ def large_upstream(root: Path, dest: Path, files: int, commits: int, seed: int =
     miniature.build(root, dest)
     repo = Repo(dest)
     rng = random.Random(seed)
-    tip = repo.out("rev-parse", "main")
+    tip = repo.rev_parse("main")
     out = []
     for c in range(commits):
         changed = range(files) if c == 0 else rng.sample(range(files), 25)
@@ -53,8 +53,8 @@ def large_upstream(root: Path, dest: Path, files: int, commits: int, seed: int =
         for i in changed:
             body = "".join(f"line {j} of module {i}, revision {c} {rng.random()}\n" for j in range(40))
             out.append(f"M 100644 inline cpp/module_{i // 100}/file_{i}.cc\ndata {len(body.encode())}\n{body}")
-    repo.run("fast-import", "--quiet", input="".join(out))
-    repo.run("checkout", "-q", "-f", "main")
+    repo.fast_import("".join(out))
+    repo.force_checkout("main")
     return dest
 
 
@@ -75,7 +75,7 @@ def clone_bench(root: Path, workdir: Path, files: int = 3000, commits: int = 300
     partial = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    git("clone", "-q", "--no-local", url, str(workdir / "full"))
+    clone(url, workdir / "full")
     apply_mod.apply(ps, src=workdir / "full")
     full = time.perf_counter() - t0
     return CloneBench(files, commits, partial, full, _du(workdir / "partial"), _du(workdir / "full"))
@@ -159,7 +159,7 @@ def _container_bench_in(root: Path, workdir: Path, big_mb: int, driver: str) -> 
     tree = workdir / "container-tree"
     if tree.exists():
         shutil.rmtree(tree)
-    git("-C", str(up), "worktree", "add", "-q", "--detach", str(tree), ps.upstream.ref)
+    Repo(up).worktree_add(tree, ps.upstream.ref)
     site = ps.container.site_packages
     small = make_base("localhost/bench-base:small", tree, site)
     big = make_base("localhost/bench-base:big", tree, site, ballast_mb=big_mb)
@@ -175,7 +175,7 @@ def _container_bench_in(root: Path, workdir: Path, big_mb: int, driver: str) -> 
     index = json.loads((oci / "index.json").read_text())
     manifest = json.loads((oci / "blobs" / "sha256" / index["manifests"][0]["digest"].split(":")[1]).read_text())
     layer = manifest["layers"][-1]["size"]
-    git("-C", str(up), "worktree", "remove", "--force", str(tree))
+    Repo(up).worktree_remove(tree)
     return ContainerBench(times[0], times[1], big_mb, layer, driver)
 
 

@@ -1,43 +1,146 @@
-"""The git facade: named operations over a repository path, all through proc.run.
+"""The git facade: the one way this package talks to git, built on GitPython.
 
-Never os.chdir, never a shell. Children get a non-interactive environment without the
-inherited variables that would redirect git to another repository (GIT_DIR, GIT_INDEX_FILE,
-... as set inside a hook); identity and date variables are the caller's intent and are kept.
+- `git.Repo` (GitPython) is the repository; its object database (GitCmdObjectDB) reads blobs,
+  trees and commits through ONE persistent `git cat-file --batch` process per repository,
+  instead of a `git show` per file (git-revise's odb.py does the same by hand).
+- Porcelain and plumbing commands go through GitPython's command runner (`Git.execute`),
+  with our environment policy: no prompts, no editor, no pager, LC_ALL=C; the inherited
+  variables that would point git at another repository (GIT_DIR, GIT_INDEX_FILE, ... as set
+  inside a hook) are removed, while transport and identity settings (GIT_SSH_COMMAND,
+  GIT_ASKPASS, GIT_SSL_CAINFO, GIT_CONFIG_*, GIT_AUTHOR_*, ...) are the user's and are kept.
+- Every exit code is checked: a failing command raises GitError (command, exit code, git's
+  own message); git missing raises ToolMissing. Content is bytes, so that files that are not
+  UTF-8 survive a 3-way merge.
+
+Where GitPython has no API for an operation (apply --cached, format-patch, archive,
+interpret-trailers, merge-file, sparse-checkout, fast-import, worktree ...), the facade calls
+that git command through GitPython's runner, so environment and errors stay uniform. Never
+os.chdir, never a shell. No other module imports GitPython or runs git (tests/test_house.py).
 """
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Iterable, Mapping
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NewType
 
-from . import proc
-from .errors import CommandError, NotFound
+# Without git on PATH, GitPython's import would fail; we say "git is missing" at the first call.
+os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
+
+import git as gitpy  # noqa: E402  (GitPython)
+from git.exc import GitCommandError, GitCommandNotFound, InvalidGitRepositoryError, NoSuchPathError  # noqa: E402
+from git.objects.util import altz_to_utctz_str  # noqa: E402
+from gitdb import IStream  # noqa: E402
+from gitdb.util import hex_to_bin  # noqa: E402
+
+from .errors import CommandError, NotFound, ToolMissing  # noqa: E402
 
 Sha = NewType("Sha", str)
 
-_KEEP = ("GIT_AUTHOR_", "GIT_COMMITTER_", "GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_GLOBAL", "GIT_TRACE")
 ZERO = Sha("0" * 40)
 LOCAL_UPLOAD_PACK = "git -c uploadpack.allowFilter=true -c uploadpack.allowAnySHA1InWant=true upload-pack"
 
+# Variables that make git work on another repository, index or object store than the one we
+# name (git rev-parse --local-env-vars, plus a few of the same kind). Inside a hook or a
+# `git rebase -x` they are set for the outer repository; they must not reach our commands.
+_REDIRECTS = frozenset({
+    "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR", "GIT_IMPLICIT_WORK_TREE", "GIT_GRAFT_FILE", "GIT_NO_REPLACE_OBJECTS",
+    "GIT_REPLACE_REF_BASE", "GIT_PREFIX", "GIT_INTERNAL_SUPER_PREFIX", "GIT_SHALLOW_FILE", "GIT_NAMESPACE",
+    "GIT_QUARANTINE_PATH", "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM", "GIT_LITERAL_PATHSPECS",
+    "GIT_GLOB_PATHSPECS", "GIT_NOGLOB_PATHSPECS", "GIT_ICASE_PATHSPECS",
+})
+# Forced for every git child: never wait for a person, never page, messages we can parse.
+POLICY = {"GIT_TERMINAL_PROMPT": "0", "GIT_EDITOR": "false", "GIT_SEQUENCE_EDITOR": "false",
+          "GIT_PAGER": "cat", "PAGER": "cat", "LC_ALL": "C", "LANGUAGE": "C", "GIT_OPTIONAL_LOCKS": "0"}
 
-def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment every git child gets."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k.startswith(_KEEP)}
-    env["GIT_TERMINAL_PROMPT"] = "0"
-    env["GIT_EDITOR"] = "false"
-    env["GIT_PAGER"] = "cat"
-    env["LC_ALL"] = "C"
-    if extra:
-        env.update(extra)
-    return env
+
+class GitError(CommandError):
+    """A git command failed: its command line, exit code and git's own message."""
 
 
-def git(*args: str, cwd: str | os.PathLike | None = None, env: Mapping[str, str] | None = None,
-        input: str | None = None, check: bool = True) -> proc.Result:
-    """Run one git command."""
-    return proc.run(["git", *args], cwd=cwd, env=clean_env(env), input=input, check=check)
+@contextlib.contextmanager
+def _without_redirects() -> Iterator[None]:
+    # GitPython builds each child's environment from os.environ and can add variables but
+    # not remove them; so the redirecting ones are out of os.environ while a child starts.
+    # Git commands run on one thread here, so the window is not shared.
+    saved = {k: os.environ.pop(k) for k in list(os.environ) if k in _REDIRECTS}
+    try:
+        yield
+    finally:
+        os.environ.update(saved)
+
+
+class _Git(gitpy.Git):
+    """GitPython's command runner with our environment policy."""
+
+    def __init__(self, working_dir: str | os.PathLike | None = None) -> None:
+        super().__init__(working_dir)
+        self.update_environment(**POLICY)
+
+    def execute(self, command, *args, **kwargs):  # type: ignore[override]
+        with _without_redirects():
+            return super().execute(command, *args, **kwargs)
+
+
+class _GitPythonRepo(gitpy.Repo):
+    """git.Repo whose command runner, and so whose cat-file process, follows our policy."""
+
+    GitCommandWrapperType = _Git
+
+
+@dataclass(frozen=True)
+class Result:
+    cmd: tuple[str, ...]
+    returncode: int
+    stdout: bytes
+    stderr: str
+
+    @property
+    def text(self) -> str:
+        """stdout as text, without the final newline (git's own output is UTF-8 or ASCII)."""
+        return self.stdout.decode("utf-8", "surrogateescape").removesuffix("\n")
+
+
+def _call(runner: _Git, args: Sequence[str], *, env: Mapping[str, str] | None = None,
+          input: str | bytes | None = None, check: bool = True, timeout: float | None = None) -> Result:
+    """Run `git args` through GitPython's runner; GitError when it fails and check is set."""
+    cmd = ["git", *[str(a) for a in args]]
+    kwargs: dict = {"with_extended_output": True, "with_exceptions": False, "stdout_as_string": False,
+                    "strip_newline_in_stdout": False}
+    if env:
+        kwargs["env"] = dict(env)
+    if timeout is not None:
+        kwargs["kill_after_timeout"] = timeout
+    with contextlib.ExitStack() as stack:
+        if input is not None:
+            # GitPython hands stdin to Popen as a file; a temporary file avoids pipe deadlocks.
+            data = input.encode("utf-8", "surrogateescape") if isinstance(input, str) else input
+            stream = stack.enter_context(tempfile.TemporaryFile())
+            stream.write(data)
+            stream.seek(0)
+            kwargs["istream"] = stream
+        try:
+            status, out, err = runner.execute(cmd, **kwargs)
+        except GitCommandNotFound as exc:
+            raise ToolMissing("git is not installed or not on PATH") from exc
+        except GitCommandError as exc:  # with_exceptions=False: only a failure to start or a timeout
+            raise GitError(cmd, exc.status if isinstance(exc.status, int) else -1, "", str(exc.stderr),
+                           runner._working_dir) from exc
+    result = Result(tuple(cmd), status, out or b"", err or "")
+    if check and status != 0:
+        raise GitError(cmd, status, result.stdout.decode("utf-8", "replace"), result.stderr,
+                       None if runner._working_dir is None else str(runner._working_dir))
+    return result
+
+
+def run_git(*args: str, cwd: str | os.PathLike | None = None, input: str | bytes | None = None,
+            check: bool = True, timeout: float | None = None) -> Result:
+    """A git command outside any repository (clone, init, ls-remote)."""
+    return _call(_Git(cwd), args, input=input, check=check, timeout=timeout)
 
 
 @dataclass(frozen=True)
@@ -49,19 +152,41 @@ class Identity:
         return f"{self.name} <{self.email}>"
 
 
+@dataclass(frozen=True)
+class CommitInfo:
+    """A commit as read from the object database."""
+
+    sha: Sha
+    tree: Sha
+    parents: tuple[Sha, ...]
+    author: Identity
+    author_date: str  # git's raw form: '<seconds> <+hhmm>'
+    committer: Identity
+    message: str
+
+    @property
+    def subject(self) -> str:
+        return self.message.split("\n", 1)[0]
+
+
+def identity_env(author: Identity, committer: Identity, author_date: str | None = None,
+                 committer_date: str | None = None) -> dict[str, str]:
+    env = {"GIT_AUTHOR_NAME": author.name, "GIT_AUTHOR_EMAIL": author.email,
+           "GIT_COMMITTER_NAME": committer.name, "GIT_COMMITTER_EMAIL": committer.email}
+    if author_date:
+        env["GIT_AUTHOR_DATE"] = author_date
+    if committer_date:
+        env["GIT_COMMITTER_DATE"] = committer_date
+    return env
+
+
 class Repo:
     """A repository (its work tree when it has one) at a path."""
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
-
-    # -- plumbing ------------------------------------------------------------------
-    def run(self, *args: str, env: Mapping[str, str] | None = None, input: str | None = None,
-            check: bool = True) -> proc.Result:
-        return git("-C", str(self.path), *args, env=env, input=input, check=check)
-
-    def out(self, *args: str, env: Mapping[str, str] | None = None, input: str | None = None) -> str:
-        return self.run(*args, env=env, input=input).stdout.strip()
+        self._runner = _Git(self.path)
+        self._gitpython: _GitPythonRepo | None = None
 
     @staticmethod
     def open(path: str | os.PathLike) -> "Repo":
@@ -69,51 +194,128 @@ class Repo:
         p = Path(path)
         if not p.is_dir():
             raise NotFound(f"{p} does not exist")
-        res = git("-C", str(p), "rev-parse", "--show-toplevel", check=False)
+        res = run_git("rev-parse", "--show-toplevel", cwd=p, check=False)
         if res.returncode != 0:
             raise NotFound(f"{p} is not a git checkout")
-        top = Path(res.stdout.strip())
+        top = Path(res.text.strip())
         if top.resolve() != p.resolve():
             raise NotFound(f"{p} is inside the checkout {top}; give its top directory")
         return Repo(p)
 
+    # -- the two ways in: GitPython's repository (objects) and its command runner ----------
+    @property
+    def _repo(self) -> _GitPythonRepo:
+        if self._gitpython is None:
+            try:
+                self._gitpython = _GitPythonRepo(self.path)
+            except (InvalidGitRepositoryError, NoSuchPathError) as exc:
+                raise NotFound(f"{self.path} is not a git repository") from exc
+        return self._gitpython
+
+    def close(self) -> None:
+        """Stop the persistent cat-file processes (they also stop when the Repo is collected)."""
+        if self._gitpython is not None:
+            self._gitpython.close()
+            self._gitpython = None
+
+    def _run(self, *args: str, env: Mapping[str, str] | None = None, input: str | bytes | None = None,
+             check: bool = True, timeout: float | None = None) -> Result:
+        return _call(self._runner, args, env=env, input=input, check=check, timeout=timeout)
+
+    def _out(self, *args: str, env: Mapping[str, str] | None = None, input: str | bytes | None = None) -> str:
+        return self._run(*args, env=env, input=input).text.strip()
+
+    # -- where things are ------------------------------------------------------------------
     def git_path(self, name: str) -> Path:
         """A path inside the repository's git directory (shared across worktrees)."""
-        common = Path(self.out("rev-parse", "--git-common-dir"))
+        common = Path(self._out("rev-parse", "--git-common-dir"))
         if not common.is_absolute():
             common = self.path / common
         return common / name
 
     def index_path(self) -> Path:
-        p = Path(self.out("rev-parse", "--git-path", "index"))
+        p = Path(self._out("rev-parse", "--git-path", "index"))
         return p if p.is_absolute() else self.path / p
 
+    # -- refs --------------------------------------------------------------------------------
     def rev_parse(self, rev: str) -> Sha | None:
-        res = self.run("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", check=False)
-        return Sha(res.stdout.strip()) if res.returncode == 0 else None
+        """The commit rev names, or None when it names none."""
+        res = self._run("rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}", check=False)
+        if res.returncode == 0:
+            return Sha(res.text.strip())
+        if res.returncode == 1 and not res.stderr.strip():
+            return None  # --quiet: exit 1 and silence mean "no such commit"
+        raise GitError(list(res.cmd), res.returncode, res.text, res.stderr, str(self.path))
 
     def symbolic_head(self) -> str | None:
-        res = self.run("symbolic-ref", "-q", "HEAD", check=False)
-        return res.stdout.strip() if res.returncode == 0 else None
+        res = self._run("symbolic-ref", "-q", "HEAD", check=False)
+        if res.returncode == 0:
+            return res.text.strip()
+        if res.returncode == 1:
+            return None  # detached
+        raise GitError(list(res.cmd), res.returncode, res.text, res.stderr, str(self.path))
 
     def head(self) -> Sha | None:
         return self.rev_parse("HEAD")
 
     def refs(self) -> dict[str, Sha]:
-        text = self.out("for-each-ref", "--format=%(refname) %(objectname)")
+        text = self._out("for-each-ref", "--format=%(refname) %(objectname)")
         return {name: Sha(sha) for name, sha in (line.split(" ") for line in text.splitlines() if line)}
 
     def update_ref(self, ref: str, new: Sha, old: Sha | None, message: str = "patchkit") -> None:
-        """Move ref to new only if it is still at old (None: must not exist yet)."""
-        self.run("update-ref", "-m", message, ref, new, old if old is not None else ZERO)
+        """Compare-and-swap: move ref to new only if it is still at old (None: must not exist yet)."""
+        self._run("update-ref", "-m", message, "--", ref, new, old if old is not None else ZERO)
+
+    def set_ref(self, ref: str, new: Sha, message: str = "patchkit") -> None:
+        """Point ref at new whatever it was (restoring a snapshot, keeping a backup)."""
+        self._run("update-ref", "-m", message, "--", ref, new)
 
     def delete_ref(self, ref: str, old: Sha) -> None:
-        self.run("update-ref", "-d", ref, old)
+        """Delete ref if it is still at old."""
+        self._run("update-ref", "-d", "--", ref, old)
 
+    def set_symbolic_head(self, ref: str) -> None:
+        """HEAD names the branch ref (refs/heads/...), without touching files or index."""
+        self._run("symbolic-ref", "HEAD", ref)
+
+    def detach_head(self, sha: Sha) -> None:
+        """HEAD holds sha itself, without touching files or index."""
+        self._run("update-ref", "--no-deref", "HEAD", sha)
+
+    # -- the work tree -----------------------------------------------------------------------
     def is_dirty(self) -> list[str]:
         """Tracked changes (staged or not); untracked files are not dirt."""
-        text = self.run("status", "--porcelain", "--untracked-files=no").stdout
+        text = self._run("status", "--porcelain", "--untracked-files=no").text
         return [line[3:] for line in text.splitlines() if line.strip()]
+
+    def checkout(self, rev: str) -> None:
+        """Switch the work tree to rev (a branch name, or a commit: detached)."""
+        self._run("checkout", "-q", rev, "--")
+
+    def reset_hard(self) -> None:
+        """Index and tracked files back to HEAD; untracked files stay."""
+        self._run("reset", "-q", "--hard", "HEAD")
+
+    def add_all_and_commit(self, message: str, who: Identity, date: str) -> Sha:
+        """Stage everything in the work tree and commit it as who, at date (the miniature)."""
+        self._run("add", "-A")
+        self._run("commit", "-q", "--no-verify", "-m", message, env=identity_env(who, who, date, date))
+        return Sha(self._out("rev-parse", "HEAD"))
+
+    def tag(self, name: str, rev: str = "HEAD") -> None:
+        self._run("tag", "--", name, rev)
+
+    def config_get(self, key: str) -> str:
+        """A config value, '' when unset."""
+        res = self._run("config", "--get", key, check=False)
+        if res.returncode == 0:
+            return res.text.strip()
+        if res.returncode == 1:
+            return ""
+        raise GitError(list(res.cmd), res.returncode, res.text, res.stderr, str(self.path))
+
+    def config_set(self, key: str, value: str) -> None:
+        self._run("config", key, value)
 
     def identity(self) -> Identity | None:
         """The identity the user configured (GIT_COMMITTER_* or user.name/user.email), else None.
@@ -121,28 +323,65 @@ class Repo:
         Never git's guess from the host name: a sign-off or a commit must not carry an
         identity nobody chose.
         """
-        def config(key: str) -> str:
-            res = self.run("config", "--get", key, check=False)
-            return res.stdout.strip() if res.returncode == 0 else ""
-        name = os.environ.get("GIT_COMMITTER_NAME") or config("user.name")
-        email = os.environ.get("GIT_COMMITTER_EMAIL") or config("user.email")
+        name = os.environ.get("GIT_COMMITTER_NAME") or self.config_get("user.name")
+        email = os.environ.get("GIT_COMMITTER_EMAIL") or self.config_get("user.email")
         return Identity(name, email) if name and email else None
 
+    # -- worktrees -----------------------------------------------------------------------------
+    def worktrees(self) -> str:
+        """The registered worktrees, as `git worktree list --porcelain` says them."""
+        return self._run("worktree", "list", "--porcelain").text
+
+    def worktree_add(self, path: Path, rev: str) -> "Repo":
+        """A detached worktree of rev at path."""
+        self._run("worktree", "add", "-q", "--detach", str(path), rev)
+        return Repo(path)
+
+    def worktree_remove(self, path: Path) -> None:
+        self._run("worktree", "remove", "--force", str(path))
+
+    def worktree_prune(self) -> None:
+        self._run("worktree", "prune")
+
+    # -- history -------------------------------------------------------------------------------
     def commits(self, *rev_args: str) -> list[Sha]:
         """Commits of a range (e.g. 'base..branch', or 'tip --not --remotes'), oldest first."""
-        return [Sha(s) for s in self.out("rev-list", "--reverse", "--topo-order", *rev_args).splitlines() if s]
+        return [Sha(s) for s in self._out("rev-list", "--reverse", "--topo-order", *rev_args).splitlines() if s]
 
+    def log_paths(self, rev: str, paths: Iterable[str], limit: int) -> list[Sha]:
+        """The newest `limit` commits from rev that touch paths, newest first."""
+        out = self._out("log", f"-n{limit}", "--format=%H", rev, "--", *paths)
+        return [Sha(s) for s in out.splitlines() if s]
+
+    def is_shallow(self) -> bool:
+        return self._out("rev-parse", "--is-shallow-repository") == "true"
+
+    def fetch_unshallow(self) -> bool:
+        """Fetch the history a shallow clone lacks; False when the remote cannot give it."""
+        return self._run("fetch", "-q", "--unshallow", check=False).returncode == 0
+
+    def commit_info(self, rev: str) -> CommitInfo:
+        """Parents, author, committer, tree and message of a commit, from the object database."""
+        c = self._repo.commit(rev)
+        return CommitInfo(Sha(c.hexsha), Sha(c.tree.hexsha), tuple(Sha(p.hexsha) for p in c.parents),
+                          Identity(c.author.name or "", c.author.email or ""),
+                          f"{c.authored_date} {altz_to_utctz_str(c.author_tz_offset)}",
+                          Identity(c.committer.name or "", c.committer.email or ""),
+                          c.message if isinstance(c.message, str) else c.message.decode("utf-8", "replace"))
+
+    def changed_paths(self, rev: str, other: str | None = None) -> list[str]:
+        """Paths a commit changes (against its parent), or that differ between rev and other."""
+        args = ["diff-tree", "-r", "--name-only", "-z", "--no-commit-id", rev] + ([other] if other else [])
+        return sorted(p for p in self._run(*args).text.split("\0") if p)
+
+    # -- objects: one cat-file --batch process (GitPython's GitCmdObjectDB) -------------------
     def ls_tree(self, rev: str, path: str = "", recursive: bool = True) -> list[tuple[str, str, str]]:
         """(mode, type, path) entries under path at rev, read from trees only (no blobs needed)."""
-        args = ["ls-tree", "--full-tree", "-z"]
-        if recursive:
-            args.append("-r")
-        args.append(rev)
+        args = ["ls-tree", "--full-tree", "-z"] + (["-r"] if recursive else []) + [rev]
         if path:
             args += ["--", path]
-        out = self.run(*args).stdout
         rows = []
-        for rec in out.split("\0"):
+        for rec in self._run(*args).text.split("\0"):
             if not rec:
                 continue
             meta, name = rec.split("\t", 1)
@@ -150,22 +389,151 @@ class Repo:
             rows.append((mode, typ, name))
         return rows
 
-    def show_file(self, rev: str, path: str) -> str | None:
-        res = self.run("show", f"{rev}:{path}", check=False)
-        return res.stdout if res.returncode == 0 else None
+    def read_blob(self, sha: str) -> bytes:
+        """A blob's bytes, by id (lazily fetched in a blobless clone)."""
+        return self._repo.odb.stream(hex_to_bin(sha)).read()
 
-    def checkout(self, rev: str) -> None:
-        self.run("checkout", "-q", rev)
+    def show_file(self, rev: str, path: str) -> bytes | None:
+        """The bytes of path at rev; None when rev has no such file."""
+        try:
+            # The same persistent cat-file --batch process the object database reads through.
+            _sha, typ, _size, data = self._repo.git.get_object_data(f"{rev}:{path}")
+        except ValueError:  # cat-file answered "missing"
+            return None
+        return data if typ in (b"blob", "blob") else None  # GitPython gives the type as bytes
 
-    def commit_tree(self, tree: str, parent: Sha, message: str, env: Mapping[str, str]) -> Sha:
-        return Sha(self.out("commit-tree", tree, "-p", parent, env=env, input=message))
+    def write_blob(self, data: bytes) -> Sha:
+        """Store data as a blob (a loose object, written by GitPython itself); its id."""
+        stream = self._repo.odb.store(IStream("blob", len(data), _BytesReader(data)))
+        return Sha(stream.hexsha.decode() if isinstance(stream.hexsha, bytes) else stream.hexsha)
 
-    def log_paths(self, rev: str, paths: Iterable[str], limit: int) -> list[Sha]:
-        out = self.out("log", f"-n{limit}", "--format=%H", rev, "--", *paths)
-        return [Sha(s) for s in out.splitlines() if s]
+    def commit_tree(self, tree: str, parents: Sequence[str], message: str, *, author: Identity,
+                    committer: Identity, author_date: str | None = None, committer_date: str | None = None) -> Sha:
+        """A commit object for tree on parents; no ref moves."""
+        args = ["commit-tree", tree] + [a for p in parents for a in ("-p", p)]
+        env = identity_env(author, committer, author_date, committer_date)
+        return Sha(self._out(*args, env=env, input=message))
 
-    def is_shallow(self) -> bool:
-        return self.out("rev-parse", "--is-shallow-repository") == "true"
+    @contextlib.contextmanager
+    def temp_index(self, rev: str) -> Iterator["Index"]:
+        """A private index holding rev's tree; the checkout's own index is never touched."""
+        with tempfile.TemporaryDirectory(prefix="patchkit-index-") as tmp:
+            index = Index(self, Path(tmp) / "index")
+            index.read_tree(rev)
+            yield index
+
+    # -- text operations git owns ---------------------------------------------------------------
+    def add_trailer(self, message: str, trailer: str) -> str:
+        """message with the trailer added unless an identical one is there (interpret-trailers)."""
+        return self._run("interpret-trailers", "--if-exists", "addIfDifferent", "--trailer", trailer,
+                         input=message.rstrip("\n") + "\n").text.strip() + "\n"
+
+    def trailers(self, message: str) -> list[tuple[str, str]]:
+        """(key, value) of each trailer of message, as git parses them."""
+        out = self._run("interpret-trailers", "--parse", input=message).text
+        return [(k.strip(), v.strip()) for k, _, v in (line.partition(":") for line in out.splitlines()) if k]
+
+    def merge_file(self, ours: bytes, base: bytes, theirs: bytes) -> tuple[bytes, int]:
+        """A 3-way merge of three versions of a file: (merged bytes, number of conflicts)."""
+        with tempfile.TemporaryDirectory(prefix="patchkit-merge-") as tmp:
+            files = []
+            for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
+                p = Path(tmp) / name
+                p.write_bytes(data)
+                files.append(str(p))
+            res = self._run("merge-file", "-p", *files, check=False)
+        if res.returncode < 0 or res.returncode > 127:  # merge-file: exit n = n conflicts
+            raise GitError(list(res.cmd), res.returncode, "", res.stderr, str(self.path))
+        return res.stdout, res.returncode
+
+    def format_series(self, rev_range: str, out_dir: Path) -> list[Path]:
+        """The commits of rev_range as patch files in out_dir, the same bytes for the same commits.
+
+        No commit ids (--zero-commit), no diffstat, no signature; the user's prefix settings are
+        pinned, so that an exported set does not depend on whoever exports it.
+        """
+        out_dir.mkdir(parents=True, exist_ok=True)
+        before = set(out_dir.iterdir())
+        self._run("-c", "diff.noprefix=false", "-c", "diff.mnemonicPrefix=false", "format-patch", "-q",
+                  "--zero-commit", "--no-signature", "--no-stat", "-o", str(out_dir), rev_range)
+        return sorted(set(out_dir.iterdir()) - before)
+
+    def archive(self, rev: str, tar: Path, paths: Sequence[str] = ()) -> None:
+        """A tar of rev (only paths, when given) at tar; reads only those paths' blobs."""
+        self._run("archive", "--format=tar", "-o", str(tar), rev, "--", *paths)
+
+    def fast_import(self, stream: str | bytes) -> None:
+        self._run("fast-import", "--quiet", input=stream)
+
+    def force_checkout(self, rev: str) -> None:
+        """Check out rev, overwriting tracked files (a generated repository, never a user's)."""
+        self._run("checkout", "-q", "-f", rev, "--")
+
+    def sparse_checkout(self, paths: Iterable[str]) -> None:
+        """Only these paths in the work tree (non-cone patterns, anchored at the top)."""
+        self._run("sparse-checkout", "set", "--no-cone", "--stdin",
+                  input="".join(f"/{p}\n" for p in sorted(set(paths))))
+
+
+class _BytesReader:
+    """The read() gitdb's IStream wants, over bytes."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data, self._pos = data, 0
+
+    def read(self, size: int = -1) -> bytes:
+        end = len(self._data) if size < 0 else self._pos + size
+        chunk = self._data[self._pos:end]
+        self._pos += len(chunk)
+        return chunk
+
+
+class Index:
+    """A private index file (GIT_INDEX_FILE): trees are built here, never in a user's index."""
+
+    def __init__(self, repo: Repo, path: Path) -> None:
+        self.repo = repo
+        self.path = path
+        self._env = {"GIT_INDEX_FILE": str(path)}
+
+    def _run(self, *args: str, input: str | bytes | None = None, check: bool = True) -> Result:
+        return self.repo._run(*args, env=self._env, input=input, check=check)
+
+    def read_tree(self, rev: str) -> None:
+        self._run("read-tree", rev)
+
+    def apply(self, diff: str | bytes, *, check: bool = False, reverse: bool = False,
+              verbose: bool = False) -> tuple[bool, str]:
+        """Apply diff to the index (git apply --cached); with check, only say whether it would.
+
+        Returns (applies, git's complaint; with verbose also the hunks that apply at an offset).
+        Without check, a failure raises GitError.
+        """
+        args = ["apply", "--cached", "--whitespace=nowarn"] + (["--check"] if check else []) + \
+            (["-v"] if verbose else []) + (["--reverse"] if reverse else []) + ["-"]
+        res = self._run(*args, input=diff, check=not check)
+        return res.returncode == 0, res.stderr
+
+    def read(self, path: str) -> bytes | None:
+        """The bytes of path as staged here; None when the index has no such file."""
+        out = self._run("--literal-pathspecs", "ls-files", "-s", "-z", "--", path).text
+        for rec in out.split("\0"):
+            meta, _, name = rec.partition("\t")
+            if name == path:
+                return self.repo.read_blob(meta.split(" ")[1])
+        return None
+
+    def add(self, path: str, data: bytes, mode: str = "100644") -> None:
+        """Stage data at path."""
+        blob = self.repo.write_blob(data)
+        self._run("update-index", "--add", "--cacheinfo", f"{mode},{blob},{path}")
+
+    def remove(self, path: str) -> None:
+        self._run("update-index", "--force-remove", "--", path)
+
+    def write_tree(self) -> Sha:
+        # --missing-ok: in a blobless clone, checking every blob would fetch them all.
+        return Sha(self._run("write-tree", "--missing-ok").text.strip())
 
 
 def ref_candidates(ref: str) -> list[str]:
@@ -175,12 +543,32 @@ def ref_candidates(ref: str) -> list[str]:
     return [f"refs/tags/{ref}", f"refs/remotes/origin/{ref}", f"refs/heads/{ref}"]
 
 
+def short_ref(ref: str) -> str:
+    """refs/heads/x, refs/tags/x, refs/remotes/origin/x -> x (the name a person types)."""
+    for prefix in ("refs/heads/", "refs/tags/", "refs/remotes/origin/", "refs/remotes/"):
+        if ref.startswith(prefix):
+            return ref[len(prefix):]
+    return ref
+
+
 def resolve_target_ref(repo: Repo, ref: str) -> tuple[str, Sha]:
     for cand in ref_candidates(ref):
         sha = repo.rev_parse(cand)
         if sha:
             return cand, sha
     raise NotFound(f"{ref} is not in {repo.path}; run: git -C {repo.path} fetch origin {ref}")
+
+
+def init(path: Path, branch: str = "main") -> Repo:
+    """A new repository at path with branch as its unborn HEAD."""
+    run_git("init", "-q", "-b", branch, str(path))
+    return Repo(path)
+
+
+def clone(url: str, dest: Path) -> Repo:
+    """A full clone (every object copied, even from a local path)."""
+    run_git("clone", "-q", "--no-local", url, str(dest))
+    return Repo(dest)
 
 
 def partial_clone(url: str, dest: Path, ref: str, sparse_paths: Iterable[str]) -> Repo:
@@ -194,14 +582,13 @@ def partial_clone(url: str, dest: Path, ref: str, sparse_paths: Iterable[str]) -
     local = "://" not in url or url.startswith("file://")
     pack = ["--upload-pack", LOCAL_UPLOAD_PACK] if local else []
     try:
-        git("clone", *pack, "-q", "--filter=blob:none", "--no-checkout", "--single-branch",
-            "--branch", ref, url, str(dest))
-    except CommandError as exc:
+        run_git("clone", *pack, "-q", "--filter=blob:none", "--no-checkout", "--single-branch",
+                "--branch", ref, url, str(dest))
+    except GitError as exc:
         raise NotFound(f"cannot clone {ref} from {url}: {exc.first_line()}") from exc
     repo = Repo(dest)
     if local:
-        repo.run("config", "remote.origin.uploadpack", LOCAL_UPLOAD_PACK)
-    repo.run("sparse-checkout", "set", "--no-cone", "--stdin",
-             input="".join(f"/{p}\n" for p in sorted(set(sparse_paths))))
-    repo.run("checkout", "-q", ref)
+        repo.config_set("remote.origin.uploadpack", LOCAL_UPLOAD_PACK)
+    repo.sparse_checkout(sparse_paths)
+    repo.checkout(ref)
     return repo

@@ -19,13 +19,12 @@ import yaml
 
 from . import patchset
 from .errors import BadInput
-from .git import Repo, git
+from .git import Identity, init
 
 SCAFFOLD = Path("tests/fixtures/miniature")
 MARKER = re.compile(r"^#patchkit: preimage (?P<target>\S+) (?P<n>\d+)$")
 FILLER = "#patchkit: filler"
-IDENTITY = {"GIT_AUTHOR_NAME": "Miniature Upstream", "GIT_AUTHOR_EMAIL": "miniature@upstream.invalid",
-            "GIT_COMMITTER_NAME": "Miniature Upstream", "GIT_COMMITTER_EMAIL": "miniature@upstream.invalid"}
+IDENTITY = Identity("Miniature Upstream", "miniature@upstream.invalid")
 
 
 @dataclass(frozen=True)
@@ -47,18 +46,15 @@ def build(root: Path, dest: Path) -> MiniatureResult:
     manifest = yaml.safe_load((scaffold / "manifest.yaml").read_text())
     tmp = Path(tempfile.mkdtemp(prefix=".miniature-", dir=dest.parent))
     try:
-        repo = Repo(tmp)
-        git("init", "-q", "-b", manifest.get("branch", "main"), str(tmp))
+        repo = init(tmp, manifest.get("branch", "main"))
         tag, commits = "", []
         for c in manifest["commits"]:
             _lay(root, scaffold / c["dir"], tmp)
-            repo.run("add", "-A")
-            env = dict(IDENTITY, GIT_AUTHOR_DATE=c["date"], GIT_COMMITTER_DATE=c["date"])
-            repo.run("commit", "-q", "--no-verify", "-m", c["message"], env=env)
-            commits.append(repo.out("rev-parse", "HEAD"))
+            commits.append(repo.add_all_and_commit(c["message"], IDENTITY, c["date"]))
             if c.get("tag"):
                 tag = c["tag"]
-                repo.run("tag", tag)
+                repo.tag(tag)
+        repo.close()
         if dest.exists():
             dest.rmdir()
         tmp.rename(dest)

@@ -3,21 +3,20 @@
 Everything here works on git objects through a private index file (GIT_INDEX_FILE), never
 on a work tree: so it needs no checkout, it is safe in a sparse or blobless clone (only the
 blobs a patch touches are read), and the user's checkout cannot be changed by it. apply,
-check, the delta's two trees, the PR branch, the miniature and the container overlay all
-come through apply_series().
+check, the delta's two trees, the PR branch and the container overlay all come through
+apply_series() (the miniature is built from our own files, not by applying patches).
 """
 from __future__ import annotations
 
+import contextlib
 import difflib
 import re
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from .errors import Conflict
-from .git import Identity, Repo, Sha, git
+from .git import Identity, Index, Repo, Sha
 from .model import Patch
 
 APPLIED, UPSTREAM, THREEWAY, CONFLICT = "applied", "already upstream", "3-way", "conflict"
@@ -124,41 +123,40 @@ class TreeBuilder:
         self.committer = committer
         self.committer_date = committer_date
         self.message_filter = message_filter  # e.g. adds a DCO sign-off to every commit
-        self._tmp = tempfile.TemporaryDirectory(prefix="patchkit-index-")
-        self.env = {"GIT_INDEX_FILE": str(Path(self._tmp.name) / "index")}
+        self._stack = contextlib.ExitStack()
+        self.index: Index | None = None
 
     def __enter__(self) -> "TreeBuilder":
-        self.repo.run("read-tree", self.tip, env=self.env)
+        self.index = self._stack.enter_context(self.repo.temp_index(self.tip))
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._tmp.cleanup()
+        self._stack.close()
 
     def probe(self, patch: Patch, reverse: bool = False) -> tuple[bool, str]:
         """Would the patch apply here? (-v: git then also names hunks that apply at an offset)"""
-        args = ["apply", "--cached", "--check", "-v", "--whitespace=nowarn"] + (["--reverse"] if reverse else []) + ["-"]
-        res = self.repo.run(*args, input=patch.diff, env=self.env, check=False)
-        return res.returncode == 0, res.stderr
+        return self.index.apply(patch.diff, check=True, reverse=reverse, verbose=True)
 
     def apply(self, patch: Patch) -> None:
-        self.repo.run("apply", "--cached", "--whitespace=nowarn", "-", input=patch.diff, env=self.env)
+        self.index.apply(patch.diff)
 
-    def write_file(self, path: str, content: str, mode: str = "100644") -> None:
-        blob = self.repo.out("hash-object", "-w", "--stdin", input=content)
-        self.repo.run("update-index", "--add", "--cacheinfo", f"{mode},{blob},{path}", env=self.env)
+    def read_file(self, path: str) -> bytes | None:
+        """The file as the tree being built has it (through the one object reader)."""
+        return self.index.read(path)
+
+    def write_file(self, path: str, content: bytes, mode: str = "100644") -> None:
+        self.index.add(path, content, mode)
+
+    def remove_file(self, path: str) -> None:
+        self.index.remove(path)
 
     def commit(self, message: str, author: Identity, author_date: str) -> Sha:
-        # --missing-ok: in a blobless clone, checking every blob would fetch them all.
-        tree = self.repo.out("write-tree", "--missing-ok", env=self.env)
-        committer = self.committer or author
-        env = dict(self.env, GIT_AUTHOR_NAME=author.name, GIT_AUTHOR_EMAIL=author.email,
-                   GIT_AUTHOR_DATE=author_date, GIT_COMMITTER_NAME=committer.name,
-                   GIT_COMMITTER_EMAIL=committer.email)
-        if self.committer_date:
-            env["GIT_COMMITTER_DATE"] = self.committer_date
+        tree = self.index.write_tree()
         if self.message_filter:
             message = self.message_filter(message)
-        self.tip = self.repo.commit_tree(tree, self.tip, message, env)
+        self.tip = self.repo.commit_tree(tree, [self.tip], message, author=author,
+                                         committer=self.committer or author, author_date=author_date,
+                                         committer_date=self.committer_date)
         return self.tip
 
 
@@ -231,8 +229,9 @@ def _drift(patch: Patch, stderr: str, tb: TreeBuilder | None = None) -> Drift:
                 hunk = next((h for h in fc.hunks if h.old_start == line), fc.hunks[0] if fc.hunks else None)
                 if hunk:
                     n = fc.hunks.index(hunk) + 1
-                    text = _blob(tb.repo, tb.env, path) if tb is not None else None
-                    at, found = _locate(hunk.preimage, (text or "").splitlines(keepends=True), hunk.old_start)
+                    data = tb.read_file(path) if tb is not None else None
+                    text = (data or b"").decode("utf-8", "surrogateescape")
+                    at, found = _locate(hunk.preimage, text.splitlines(keepends=True), hunk.old_start)
                     return Drift(path, f"#{n} {hunk.header}", hunk.preimage, "context does not match", at, found)
     m = re.search(r"error: (.+?): (does not exist in index|already exists in index)", stderr)
     if m:
@@ -258,10 +257,11 @@ def _merge_from_history(tb: TreeBuilder, patch: Patch) -> Drift | None:
     The patches carry no blob ids (upstream's full files are not always at hand when a set
     is written), so the merge base comes from history, the way a person rebases by hand.
     Returns None on success (the index holds the merged files) or the Drift that blocks it.
+    Files are bytes throughout: a file that is not UTF-8 merges as it is.
     """
     repo = tb.repo
     if repo.is_shallow():
-        repo.run("fetch", "-q", "--unshallow", check=False)
+        repo.fetch_unshallow()  # what history there is still serves, so a refusal is not fatal
     for cand in repo.log_paths(tb.tip, [fc.old_path or fc.path for fc in patch.files], HISTORY_LIMIT):
         with TreeBuilder(repo, cand) as old:
             if not old.probe(patch)[0]:
@@ -269,39 +269,20 @@ def _merge_from_history(tb: TreeBuilder, patch: Patch) -> Drift | None:
             old.apply(patch)
             for fc in patch.files:
                 path = fc.path or fc.old_path
-                ours = _blob(repo, tb.env, path)
-                base = _blob(repo, None, fc.old_path, rev=cand) if fc.old_path else ""
-                theirs = _blob(repo, old.env, path) if fc.path else None
+                ours = tb.read_file(path)
+                base = (repo.show_file(cand, fc.old_path) or b"") if fc.old_path else b""
+                theirs = old.read_file(path) if fc.path else None
                 if theirs is None:  # deletion: only if we still have what they deleted
                     if ours not in (None, base):
                         return Drift(path, "", (), f"3-way: changed since {cand[:12]} and deleted by the patch")
-                    repo.run("update-index", "--force-remove", path, env=tb.env)
+                    tb.remove_file(path)
                     continue
-                merged, conflicts = _merge_file(ours or "", base, theirs)
+                merged, conflicts = repo.merge_file(ours or b"", base, theirs)
                 if conflicts:
                     return Drift(path, "", (), f"3-way merge from {cand[:12]} left {conflicts} conflict(s)")
                 tb.write_file(path, merged)
             return None
     return Drift(patch.paths[0], "", (), f"3-way: no commit in the last {HISTORY_LIMIT} touching it where the patch applies")
-
-
-def _blob(repo: Repo, env: dict[str, str] | None, path: str, rev: str | None = None) -> str | None:
-    spec = f"{rev}:{path}" if rev else f":{path}"
-    res = repo.run("show", spec, env=env, check=False)
-    return res.stdout if res.returncode == 0 else None
-
-
-def _merge_file(ours: str, base: str, theirs: str) -> tuple[str, int]:
-    with tempfile.TemporaryDirectory(prefix="patchkit-merge-") as tmp:
-        files = []
-        for name, text in (("ours", ours), ("base", base), ("theirs", theirs)):
-            p = Path(tmp) / name
-            p.write_text(text)
-            files.append(str(p))
-        res = git("merge-file", "-p", *files, check=False)
-        if res.returncode < 0 or res.returncode > 127:
-            raise RuntimeError(res.stderr)
-        return res.stdout, res.returncode
 
 
 def drift_report(outs: Sequence[Outcome]) -> str:

@@ -34,7 +34,7 @@ def snapshot(repo: Repo) -> Snapshot:
         head=repo.head(),
         refs=repo.refs(),
         index=index.read_bytes() if index.exists() else None,
-        worktrees=repo.out("worktree", "list", "--porcelain"),
+        worktrees=repo.worktrees(),
     )
 
 
@@ -46,17 +46,17 @@ def restore(repo: Repo, snap: Snapshot) -> None:
             repo.delete_ref(ref, sha)
     for ref, sha in snap.refs.items():
         if now.get(ref) != sha:
-            repo.run("update-ref", "-m", "patchkit: restore", ref, sha)
+            repo.set_ref(ref, sha, "patchkit: restore")
     if snap.symbolic_head:
-        repo.run("symbolic-ref", "HEAD", snap.symbolic_head)
+        repo.set_symbolic_head(snap.symbolic_head)
     elif snap.head:
-        repo.run("update-ref", "--no-deref", "HEAD", snap.head)
+        repo.detach_head(snap.head)
     if snap.head:
-        repo.run("reset", "-q", "--hard", "HEAD")
+        repo.reset_hard()
     index = repo.index_path()
     if snap.index is not None:
         index.write_bytes(snap.index)
-    repo.run("worktree", "prune")
+    repo.worktree_prune()
 
 
 def require_clean(repo: Repo) -> None:

@@ -67,11 +67,13 @@ def render_context(root: Path, ps: PatchSet, repo: Repo, dest: Path, base: str, 
     files = []
     for path in paths:
         before = repo.show_file(commit, path)
-        files.append(PackageFile(path, None if before is None else
-                                 hashlib.sha256(before.encode("utf-8", "surrogateescape")).hexdigest()))
+        files.append(PackageFile(path, None if before is None else hashlib.sha256(before).hexdigest()))
+        after = repo.show_file(res.tip, path)
+        if after is None:  # the series deletes it: nothing to lay over
+            continue
         out = dest / path
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_bytes(repo.run("show", f"{res.tip}:{path}").stdout.encode("utf-8", "surrogateescape"))
+        out.write_bytes(after)
     image = image_name(ps, base)
     ctx = {"image": image, "base": base, "base_digest": base_digest, "target": ps.target, "ref": ref,
            "commit": commit, "package": ps.container.package, "site_packages": ps.container.site_packages,

@@ -39,6 +39,6 @@ def build(repo: Repo, base: Sha, ps: PatchSet, workdir: Path, paths: list[str] |
 def _archive(repo: Repo, commit: str, dest: Path, paths: list[str] | None) -> None:
     with tempfile.TemporaryDirectory(prefix="patchkit-archive-") as tmp:
         tar = Path(tmp) / "tree.tar"
-        repo.run("archive", "--format=tar", "-o", str(tar), commit, "--", *(paths or []))
+        repo.archive(commit, tar, paths or [])
         with tarfile.open(tar) as tf:
             tf.extractall(dest, filter="data")

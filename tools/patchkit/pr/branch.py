@@ -49,19 +49,18 @@ def pr(ps: PatchSet, *, repo: Repo, report: Path, out_dir: Path, signoff: str | 
         repo.update_ref(f"refs/heads/{branch}", res.tip, old, f"patchkit pr {ps.target}")
 
     shas = repo.commits(f"{base}..{res.tip}")
-    files = sorted(set(repo.out("diff", "--name-only", base, res.tip).splitlines()))
+    files = repo.changed_paths(base, res.tip)
     waiver = res.extra
     waiver_text = (f"{waiver.why}; the edit is the last commit." if waiver and waiver.changed
                    else (f"{waiver.why}." if waiver else None))
     text = body_mod.render(body_mod.context(ps, rep, files, waiver_text))
-    messages = [repo.out("show", "-s", "--format=%B", s) + "\n" for s in shas]
+    messages = [repo.commit_info(s).message.strip() + "\n" for s in shas]
 
     if out_dir.exists():
         shutil.rmtree(out_dir)
     (out_dir / "patches").mkdir(parents=True)
     (out_dir / "title.txt").write_text(pr_title + "\n")
     (out_dir / "body.md").write_text(text)
-    repo.run("format-patch", "-q", "--zero-commit", "--no-signature", "--no-stat", "-o", str(out_dir / "patches"),
-             f"{base}..{res.tip}")
+    written = repo.format_series(f"{base}..{res.tip}", out_dir / "patches")
     return PrResult(ps.target, branch, base, res.tip, pr_title, text, messages, str(out_dir),
-                    sorted(p.name for p in (out_dir / "patches").iterdir()))
+                    [p.name for p in written])

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..errors import BadInput, Conflict, NotFound
-from ..git import Identity, Repo, Sha
+from ..git import Identity, Repo
 
 _IDENT = re.compile(r"^\s*(?P<name>[^<]*?)\s*<(?P<email>[^>]+)>\s*$")
 
@@ -35,8 +35,7 @@ def signoff_identity(repo: Repo, signoff: str | None) -> Identity:
 
 def add_signoff(repo: Repo, message: str, who: Identity) -> str:
     """The message with 'Signed-off-by: who' added unless it is already there."""
-    return repo.out("interpret-trailers", "--if-exists", "addIfDifferent",
-                    "--trailer", f"Signed-off-by: {who}", input=message.rstrip("\n") + "\n") + "\n"
+    return repo.add_trailer(message, f"Signed-off-by: {who}")
 
 
 @dataclass(frozen=True)
@@ -67,21 +66,18 @@ def _same(a: Identity, b: Identity) -> bool:
 
 def check_commit(repo: Repo, sha: str) -> tuple[bool, str | None]:
     """(is_merge, reason it fails or None)."""
-    fields = repo.out("show", "-s", "--format=%P%x00%an%x00%ae%x00%cn%x00%ce%x00%B", sha).split("\0", 5)
-    parents, an, ae, cn, ce, body = fields
-    if len(parents.split()) > 1:
+    info = repo.commit_info(sha)
+    if len(info.parents) > 1:
         return True, None
-    trailers = repo.out("interpret-trailers", "--parse", input=body)
     signoffs = []
-    for line in trailers.splitlines():
-        key, _, value = line.partition(":")
-        if key.strip().lower() == "signed-off-by":
+    for key, value in repo.trailers(info.message):
+        if key.lower() == "signed-off-by":
             m = _IDENT.match(value)
             if m:
                 signoffs.append(Identity(m["name"], m["email"]))
     if not signoffs:
         return False, "no Signed-off-by trailer"
-    people = (Identity(an, ae), Identity(cn, ce))
+    people = (info.author, info.committer)
     if any(_same(s, p) for s in signoffs for p in people):
         return False, None
     emails = {p.email.lower() for p in people}
@@ -108,8 +104,7 @@ def check(repo: Repo, branch: str, base: str | None = None) -> DcoResult:
             continue
         result.checked += 1
         if reason:
-            subject = repo.out("show", "-s", "--format=%s", sha)
-            result.violations.append(Violation(sha, subject, reason))
+            result.violations.append(Violation(sha, repo.commit_info(sha).subject, reason))
     return result
 
 
@@ -128,16 +123,17 @@ def fix(repo: Repo, branch: str, who: Identity, base: str | None = None) -> DcoR
     if old_tip is None:
         raise NotFound(f"{branch} is not a local branch in {repo.path}")
     _rng, shas = branch_commits(repo, branch, base)
-    parent = repo.out("rev-parse", f"{shas[0]}^")
+    roots = repo.commit_info(shas[0]).parents
+    if not roots:
+        raise Conflict(f"{branch} starts with a root commit; add the sign-offs by hand (git rebase --root --signoff)")
+    parent = roots[0]
     for sha in shas:
-        an, ae, ad, tree, body = repo.out("show", "-s", "--format=%an%x00%ae%x00%ad%x00%T%x00%B",
-                                          "--date=raw", sha).split("\0", 4)
-        env = {"GIT_AUTHOR_NAME": an, "GIT_AUTHOR_EMAIL": ae, "GIT_AUTHOR_DATE": ad,
-               "GIT_COMMITTER_NAME": who.name, "GIT_COMMITTER_EMAIL": who.email}
-        parent = repo.commit_tree(tree, Sha(parent), add_signoff(repo, body, who), env)
+        info = repo.commit_info(sha)
+        parent = repo.commit_tree(info.tree, [parent], add_signoff(repo, info.message, who), author=info.author,
+                                  committer=who, author_date=info.author_date)
     backup = f"refs/patchkit-backup/{branch}"
-    repo.run("update-ref", "-m", f"patchkit dco: backup before fix {int(time.time())}", backup, old_tip)
-    repo.update_ref(ref, Sha(parent), old_tip, "patchkit dco: add sign-offs")
+    repo.set_ref(backup, old_tip, f"patchkit dco: backup before fix {int(time.time())}")
+    repo.update_ref(ref, parent, old_tip, "patchkit dco: add sign-offs")
     after = check(repo, branch, base)
     after.fixed, after.backup_ref = True, backup
     return after

@@ -17,7 +17,7 @@ from ..git import Repo
 from ..model import PatchSet
 from ..upstream import base_of
 
-_INDEX = re.compile(r"^index [0-9a-f]+\.\.[0-9a-f]+( \d+)?\n", re.M)
+_INDEX = re.compile(rb"^index [0-9a-f]+\.\.[0-9a-f]+( \d+)?\n", re.M)
 
 
 @dataclass
@@ -45,7 +45,7 @@ def render_patches(ps: PatchSet, repo: Repo, branch: str, waiver_out: Path | Non
         raise NotFound(f"branch {branch} is not in {repo.path}")
     shas = repo.commits(f"{base}..{branch}")
     waives = ps.waivers.waives_file if ps.waivers else None
-    computed = [s for s in shas if waives and repo.out("diff-tree", "--no-commit-id", "--name-only", "-r", s) == waives]
+    computed = [s for s in shas if waives and repo.changed_paths(s) == [waives]]
     if computed and computed != shas[-len(computed):]:
         raise BadInput(f"{branch}: the waiver commit must come last (it is recomputed at apply); reorder the branch")
     keep = shas[: len(shas) - len(computed)]
@@ -53,14 +53,12 @@ def render_patches(ps: PatchSet, repo: Repo, branch: str, waiver_out: Path | Non
         waiver_out.mkdir(parents=True, exist_ok=True)
         for old in waiver_out.glob("*.patch"):
             old.unlink()
-        repo.run("format-patch", "-q", "--zero-commit", "--no-signature", "-o", str(waiver_out),
-                 f"{computed[0]}~1..{computed[-1]}")
+        repo.format_series(f"{computed[0]}~1..{computed[-1]}", waiver_out)
     if not keep:
         raise BadInput(f"{branch} has no commits beyond {base[:12]} to export")
     with tempfile.TemporaryDirectory(prefix="patchkit-export-") as tmp:
-        repo.run("format-patch", "-q", "--zero-commit", "--no-signature", "--no-stat", "-o", tmp,
-                 f"{base}..{keep[-1]}")
-        return {p.name: _INDEX.sub("", p.read_text(encoding="utf-8")).encode() for p in sorted(Path(tmp).iterdir())}
+        files = repo.format_series(f"{base}..{keep[-1]}", Path(tmp))
+        return {p.name: _INDEX.sub(b"", p.read_bytes()) for p in files}
 
 
 def export(ps: PatchSet, repo: Repo, branch: str, check_only: bool = False,

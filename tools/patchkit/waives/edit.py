@@ -3,38 +3,41 @@ from __future__ import annotations
 
 import posixpath
 
-from ..git import Identity, Repo
+from ..git import Identity, Index, Repo
 from ..model import PatchSet, WaiverIntent
 from ..pr.title import ticket
 from .narrow import Narrowing, narrow
 from .parse import parse_test_db
 
 
-def test_files(repo: Repo, rev: str, env: dict | None = None) -> list[str]:
+def test_files(repo: Repo, rev: str) -> list[str]:
     """Every test_*.py under tests/ at rev, read from trees (a sparse or blobless clone works)."""
-    out = repo.run("ls-tree", "-r", "--name-only", "-z", rev, "--", "tests/", env=env).stdout
-    return sorted(p for p in out.split("\0") if p and posixpath.basename(p).startswith("test_") and p.endswith(".py"))
+    return sorted(p for _m, typ, p in repo.ls_tree(rev, "tests/")
+                  if typ == "blob" and posixpath.basename(p).startswith("test_") and p.endswith(".py"))
 
 
 def load_stages(repo: Repo, rev: str, test_db: str) -> list:
     """Every stage of every test-db yml under test_db at rev."""
     stages = []
-    for path in repo.run("ls-tree", "-r", "--name-only", "-z", rev, "--", test_db + "/").stdout.split("\0"):
-        if path.endswith((".yml", ".yaml")):
-            stages += parse_test_db(repo.out("show", f"{rev}:{path}"), path)
+    for _m, typ, path in repo.ls_tree(rev, test_db + "/"):
+        if typ == "blob" and path.endswith((".yml", ".yaml")):
+            stages += parse_test_db(_text(repo.show_file(rev, path) or b""), path)
     return stages
 
 
-def read_waives(repo: Repo, rev: str, waives_file: str, index_env: dict | None = None) -> str | None:
-    """waives.txt at rev (or in the index given by index_env); None when there is none."""
-    spec = f":{waives_file}" if index_env else f"{rev}:{waives_file}"
-    res = repo.run("show", spec, env=index_env, check=False)
-    return res.stdout if res.returncode == 0 else None
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "surrogateescape")
 
 
-def compute(repo: Repo, rev: str, intent: WaiverIntent, index_env: dict | None = None) -> Narrowing:
-    """The narrowing of intent.waives_file at rev (or in the index given by index_env)."""
-    waives = read_waives(repo, rev, intent.waives_file, index_env)
+def read_waives(repo: Repo, rev: str, waives_file: str, index: Index | None = None) -> str | None:
+    """waives.txt at rev (or in the private index of a tree being built); None when there is none."""
+    data = index.read(waives_file) if index is not None else repo.show_file(rev, waives_file)
+    return None if data is None else _text(data)
+
+
+def compute(repo: Repo, rev: str, intent: WaiverIntent, index: Index | None = None) -> Narrowing:
+    """The narrowing of intent.waives_file at rev (or in the private index of a tree being built)."""
+    waives = read_waives(repo, rev, intent.waives_file, index)
     if waives is None:
         return Narrowing(False, f"{intent.waives_file} does not exist at this ref; nothing to change", "", "")
     stages = load_stages(repo, rev, intent.test_db)
@@ -56,9 +59,9 @@ def apply_to(tb, ps: PatchSet) -> Narrowing | None:
     """Add the waiver edit as one commit on the TreeBuilder's tip, when the tree needs one."""
     if ps.waivers is None:
         return None
-    n = compute(tb.repo, tb.tip, ps.waivers, index_env=tb.env)
+    n = compute(tb.repo, tb.tip, ps.waivers, index=tb.index)
     if n.changed:
         last = ps.patches[-1]
-        tb.write_file(ps.waivers.waives_file, n.after)
+        tb.write_file(ps.waivers.waives_file, n.after.encode("utf-8", "surrogateescape"))
         tb.commit(commit_message(ps, n), Identity(last.author_name, last.author_email), last.date)
     return n
