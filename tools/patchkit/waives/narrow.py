@@ -1,11 +1,15 @@
-"""The narrowest waives.txt edit that lets a patch set's tests run, proven by the model."""
+"""The narrowest waives.txt edit that lets a patch set's tests run, proven by the model.
+
+Linear in the size of waives.txt (issue #11 item 13): one parse, one index per version of the
+file, and the new lines merged into the kept ones in a single pass.
+"""
 from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
 
 from ..errors import Conflict
-from .match import _file_of, hits, waived_files
+from .match import Matcher, file_of, waived_files
 from .parse import Entry, Stage, parse_waives
 
 TESTS_ROOT = "tests/"
@@ -31,61 +35,96 @@ def narrow(waives_text: str, stages: list[Stage], test_files: list[str], must_ru
     """Rewrite the lines that skip must_run so they run; keep every other waived test waived.
 
     test_files: every test file under tests/ at the ref ('tests/...py'), listed from the ref.
+    A blocking line goes; in its place comes one line per other test file below each path it
+    named (the inner level matches files, never directories), with its hardware prefix, marker,
+    reason and comment. A line with -k/-m cannot be expanded that way: the proof refuses it.
     """
     entries = parse_waives(waives_text, name)
     must = sorted({test_id(p) for p in must_run})
-    all_ids = sorted({test_id(p) for p in test_files} | set(must))
-    blocking = {id(h.entry): h.entry for m in must for h in hits(m, entries, stages)}
+    must_set = set(must)
+    all_ids = sorted({test_id(p) for p in test_files} | must_set)
+    matcher = Matcher(entries, stages)
+    blocking = {h.entry.lineno for m in must for h in matcher.hits(m)}
     if not blocking:
         return Narrowing(False, f"no line of {name} skips {', '.join(must)} at this ref; nothing to change",
                          waives_text, waives_text)
 
-    out: list[Entry] = []
+    kept: list[Entry] = []
     new_lines: list[str] = []
     removed: list[str] = []
     for e in entries:
-        if id(e) not in blocking:
-            out.append(e)
+        if e.lineno not in blocking:
+            kept.append(e)
             continue
         removed.append(e.text)
-        keep, expand = [], []
-        for wid in e.ids:
-            below = wid.test.rstrip("/") + "/"
-            if any(m.startswith(below) for m in must):
-                # A directory entry: one entry per other test file below it, each matching
-                # at the inner level, where a directory entry would match nothing.
-                prefix = f"full:{wid.hardware}/" if wid.hardware else ""
-                expand += [prefix + t for t in all_ids if t.startswith(below) and t not in must]
-            elif _file_of(wid.test) not in must:
-                keep.append(wid.raw)
-            # else: the id names a must-run test (or a test in it) and is dropped
-        tail = (f' {e.option} "{e.expr}"' if e.option else "") + f" {e.kind} ({e.reason})"
-        if keep:
-            out.append(Entry(e.lineno, " ".join(keep) + tail, kind=e.kind))
-        new_lines += [t + tail for t in expand]
-
-    texts = [e.text for e in out]
-    for line in sorted(new_lines):
-        _insert_sorted(texts, line)
-    after = "\n".join(texts)
-    added = [t for t in texts if t not in {e.text for e in entries}]
-    _prove(waives_text, after, stages, all_ids, must, name)
+        prefix = f"full:{e.hardware}/" if e.hardware else ""
+        for path in e.paths:
+            for t in _expand(path, all_ids, must_set):
+                new_lines.append(f"{prefix}{t} {e.tail}")
+    originals = {e.text for e in entries}
+    added = sorted(set(new_lines) - originals)
+    after = _merge(kept, added, _newline(entries))
+    _prove(after, stages, all_ids, must, name, matcher)
     return Narrowing(True, f"{len(removed)} line(s) of {name} skipped {', '.join(must)}", waives_text, after,
                      removed, added)
 
 
-def _insert_sorted(lines: list[str], line: str) -> None:
-    """Insert among the waiver lines at its sorted place (waives.txt is kept sorted)."""
-    keys = [(i, t) for i, t in enumerate(lines) if t.strip() and not t.lstrip().startswith("#")]
-    pos = bisect.bisect_left([t for _, t in keys], line)
-    at = keys[pos][0] if pos < len(keys) else (keys[-1][0] + 1 if keys else len(lines))
-    lines.insert(at, line)
+def _expand(path: str, all_ids: list[str], must: set[str]) -> list[str]:
+    """What a path of a removed line becomes: each other test file below it, or itself."""
+    if file_of(path) == path:
+        below = path.rstrip("/") + "/"
+        start = bisect.bisect_left(all_ids, below)
+        if start < len(all_ids) and all_ids[start].startswith(below):  # a directory
+            out = []
+            for t in all_ids[start:]:
+                if not t.startswith(below):
+                    break
+                if t not in must:
+                    out.append(t)
+            return out
+    return [] if file_of(path) in must else [path]  # a file or node id: dropped if it is a must-run one
 
 
-def _prove(before: str, after: str, stages: list[Stage], all_ids: list[str], must: list[str], name: str) -> None:
+def _newline(entries: list[Entry]) -> str:
+    return next((e.end for e in entries if e.end), "\n")
+
+
+def _merge(kept: list[Entry], new: list[str], nl: str) -> str:
+    """The kept lines with the new ones (sorted), each before the first waiver line above it.
+
+    waives.txt is kept sorted line by line; blanks and comments are not compared. New lines
+    that sort after every entry go right after the last one, before a trailing blank/comment.
+    One pass over the kept lines.
+    """
+    named = [i for i, e in enumerate(kept) if e.name]
+    last = named[-1] if named else len(kept) - (1 if kept and not kept[-1].text else 0) - 1
+    pairs: list[list[str]] = []
+    j = 0
+    if last < 0:  # nothing before which to put them
+        pairs += [[t, nl] for t in new]
+        j = len(new)
+    for i, e in enumerate(kept):
+        if e.name:
+            while j < len(new) and new[j] < e.text:
+                pairs.append([new[j], nl])
+                j += 1
+        pairs.append([e.text, e.end])
+        if i == last:
+            pairs += [[t, nl] for t in new[j:]]
+            j = len(new)
+    final_end = kept[-1].end if kept else ""
+    for p in pairs[:-1]:
+        p[1] = p[1] or nl
+    if pairs:
+        pairs[-1][1] = final_end
+    return "".join(t + end for t, end in pairs)
+
+
+def _prove(after: str, stages: list[Stage], all_ids: list[str], must: list[str], name: str,
+           before: Matcher) -> None:
     """Before and after, the waived tests must differ by exactly the must-run tests."""
-    b = waived_files(all_ids, parse_waives(before, name), stages)
-    a = waived_files(all_ids, parse_waives(after, name), stages)
+    b = waived_files(all_ids, before)
+    a = waived_files(all_ids, Matcher(parse_waives(after, name), stages))
     changed = sorted(t for t in all_ids if _effective(b[t]) != _effective(a[t]))
     still = [m for m in must if a[m]]
     if changed != must or still:
@@ -94,5 +133,5 @@ def _prove(before: str, after: str, stages: list[Stage], all_ids: list[str], mus
 
 
 def _effective(hit_set: set[tuple]) -> set[tuple]:
-    """What a test's waiving comes to, whatever level carries it: (stage, kind, reason, scope)."""
-    return {(stage, kind, reason, opt, expr, scope) for _level, stage, kind, reason, opt, expr, scope in hit_set}
+    """What a test's waiving comes to, whatever level carries it: (stage, kind, reason, timeout, scope)."""
+    return {t[1:] for t in hit_set}

@@ -1,4 +1,21 @@
-"""Parse tests/integration/test_lists/waives.txt and the test-db yml files."""
+"""Parse tests/integration/test_lists/waives.txt and the test-db yml files, as upstream does.
+
+The line grammar is upstream's `parse_test_list_lines` (tests/integration/defs/test_list_parser.py),
+which reads waives.txt and the test lists that trt-test-db writes from the test-db:
+- everything from the first '#' on is a comment (even inside an id), then the line is stripped;
+- `test_name [MARKER] [REASON]`: the markers are tried in upstream's order XFAIL, SKIP,
+  UNSTABLE, TIMEOUT, ISOLATION, and the first whose ' MARKER' occurs anywhere in the line
+  splits it there (so ' XFAIL' inside a SKIP reason splits at XFAIL, as upstream does);
+- the reason is optional; when present it must open with '(' and upstream keeps the text up
+  to the first ')'; an empty '()' is refused as upstream refuses it;
+- TIMEOUT takes '(n)', n digits, in minutes; ISOLATION ignores what follows it;
+- test_name is one CI item: an optional 'full:<hw>/' prefix, one or more space-separated
+  paths or node ids, then optional pytest options ('-k "expr"', '-m "expr"').
+Upstream renders the file with Mako before parsing; we do not evaluate templates, so a line
+that uses Mako syntax is refused rather than misread. Lines split where Python's
+str.splitlines splits them (upstream's), and each keeps its own line ending, so rendering
+the parsed entries gives the file back byte for byte.
+"""
 from __future__ import annotations
 
 import re
@@ -8,65 +25,124 @@ import yaml
 
 from ..errors import BadInput
 
-KINDS = ("SKIP", "XFAIL", "UNSTABLE", "TIMEOUT")
-_ENTRY = re.compile(
-    r"^(?P<ids>.+?)(?:\s+(?P<opt>-[mk])\s+\"(?P<expr>[^\"]*)\")?\s+(?P<kind>" + "|".join(KINDS) + r")\s+(?P<rest>.*)$")
-_PREFIX = re.compile(r"^full:(?P<hw>[^/]+)/(?P<id>.+)$")
-
-
-@dataclass(frozen=True)
-class WaiveId:
-    """One test id on a waiver line, with its hardware prefix if any."""
-
-    raw: str
-    test: str  # without the full:<hw>/ prefix
-    hardware: str | None
+MARKERS = ("XFAIL", "SKIP", "UNSTABLE", "TIMEOUT", "ISOLATION")  # upstream's search order
+WAIVING = frozenset({"SKIP", "XFAIL", "UNSTABLE", "TIMEOUT"})  # markers that make a line a waiver
+_STRIP_PARENS = re.compile(r"\((.*?)\)")  # upstream's kSTRIP_PARENS_PAT, used with .match
+_FULL = re.compile(r"(full:(.*?)/)(.+)")  # upstream's full:<hw>/ split, used with .match
+# Line breaks as str.splitlines knows them; \r\n first so it stays one break.
+_BREAK = re.compile("(\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029])")
+_MAKO = re.compile(r"^\s*%(?!%)|\$\{|</?%|\\$")
 
 
 @dataclass(frozen=True)
 class Entry:
+    """One line of a test list: blank, comment, a bare test name, or test name + marker."""
+
     lineno: int
-    text: str  # the line exactly as in the file, without its newline
-    ids: tuple[WaiveId, ...] = ()
-    option: str | None = None  # "-m" or "-k"
-    expr: str | None = None
-    kind: str | None = None
-    reason: str | None = None
+    text: str  # the line exactly as in the file, without its line ending
+    end: str = "\n"  # the line ending that followed it ("" for the last piece)
+    name: str | None = None  # test_name as upstream parses it (prefix included); None: no content
+    kind: str | None = None  # the marker, if any
+    reason: str | None = None  # upstream's reason (text up to the first ')')
+    timeout: int | None = None  # TIMEOUT (n): minutes
+    tail: str = ""  # the line's text from the marker on (marker, reason, comment), for new lines
 
     @property
     def is_waiver(self) -> bool:
-        return self.kind is not None
+        return self.kind in WAIVING
 
     @property
-    def selective(self) -> bool:
-        """A -m/-k entry waives only part of what its ids name."""
-        return self.option is not None
+    def hardware(self) -> str | None:
+        """The <hw> of a full:<hw>/ prefix."""
+        m = _FULL.match(self.name or "")
+        return m.group(2) if m else None
+
+    @property
+    def test(self) -> str:
+        """The test name without its full:<hw>/ prefix: the CI item the line names."""
+        m = _FULL.match(self.name or "")
+        return m.group(3) if m else (self.name or "")
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return split_name(self.test)[0]
+
+    @property
+    def selector(self) -> str | None:
+        """The pytest options after the paths ('-k "expr"'), if any."""
+        return split_name(self.test)[1]
+
+
+def split_name(test: str) -> tuple[tuple[str, ...], str | None]:
+    """'a.py b/ -k "x y"' -> (('a.py', 'b/'), '-k "x y"'): paths, then options (outside brackets)."""
+    paths: list[str] = []
+    i, n = 0, len(test)
+    while i < n:
+        while i < n and test[i].isspace():
+            i += 1
+        if i >= n:
+            break
+        if test[i] == "-":
+            return tuple(paths), test[i:].strip()
+        start, depth = i, 0
+        while i < n and (depth or not test[i].isspace()):  # a space inside [params] is not a break
+            if test[i] == "[":
+                depth += 1
+            elif test[i] == "]" and depth:
+                depth -= 1
+            i += 1
+        paths.append(test[start:i])
+    return tuple(paths), None
+
+
+def parse_line(line: str, lineno: int, name: str, end: str = "\n") -> Entry:
+    """One line, as upstream's parse_test_line reads it; refusals carry upstream's reason."""
+    if _MAKO.search(line):
+        raise BadInput(f"{name}:{lineno}: Mako template syntax, which upstream renders before parsing "
+                       "and patchkit does not evaluate; render the file first")
+    content = line.partition("#")[0]
+    stripped = content.strip()
+    if not stripped:
+        return Entry(lineno, line, end)
+    lead = len(content) - len(content.lstrip())
+    for marker in MARKERS:
+        at = stripped.find(f" {marker}")
+        if at < 0:
+            continue
+        test_name = stripped[:at].strip()
+        reason_raw = stripped[at + 1 + len(marker):]
+        tail = line[lead + at + 1:]
+        if marker == "TIMEOUT":
+            m = _STRIP_PARENS.match(reason_raw.strip())
+            value = m.group(1) if m else None
+            if not value or not value.isdigit():
+                raise BadInput(f'{name}:{lineno}: Invalid syntax for TIMEOUT value: "{reason_raw}". '
+                               "Expected a numeric value in parentheses.")
+            return Entry(lineno, line, end, test_name, marker, None, int(value), tail)
+        reason = None
+        if marker != "ISOLATION" and reason_raw:
+            m = _STRIP_PARENS.match(reason_raw.strip())
+            reason = m.group(1) if m else None
+            if not reason:
+                raise BadInput(f'{name}:{lineno}: Invalid syntax for reason: "{reason_raw}". '
+                               "Did you forget to add parentheses?")
+        return Entry(lineno, line, end, test_name, marker, reason, None, tail)
+    return Entry(lineno, line, end, stripped)
+
+
+def _pieces(text: str) -> list[tuple[str, str]]:
+    """(line, ending) pairs, split where str.splitlines splits; the last piece has ending ''."""
+    parts = _BREAK.split(text)
+    return [(parts[i], parts[i + 1] if i + 1 < len(parts) else "") for i in range(0, len(parts), 2)]
 
 
 def parse_waives(text: str, name: str = "waives.txt") -> list[Entry]:
-    """Every line of waives.txt as an Entry (comments and blanks too, for a byte-exact round trip)."""
-    entries = []
-    for n, line in enumerate(text.split("\n"), start=1):
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
-            entries.append(Entry(n, line))
-            continue
-        m = _ENTRY.match(stripped)
-        if not m:
-            raise BadInput(f"{name}:{n}: not a waiver line (want '<test id> [-m|-k \"expr\"] SKIP|XFAIL|UNSTABLE|TIMEOUT (reason)')")
-        rest = m.group("rest").strip()
-        if not (rest.startswith("(") and rest.endswith(")")):
-            raise BadInput(f"{name}:{n}: the reason must be in parentheses")
-        ids = []
-        for raw in m.group("ids").split():
-            pm = _PREFIX.match(raw)
-            ids.append(WaiveId(raw, pm.group("id") if pm else raw, pm.group("hw") if pm else None))
-        entries.append(Entry(n, line, tuple(ids), m.group("opt"), m.group("expr"), m.group("kind"), rest[1:-1]))
-    return entries
+    """Every line of a test list as an Entry (blanks and comments too, for a byte-exact round trip)."""
+    return [parse_line(line, n, name, end) for n, (line, end) in enumerate(_pieces(text), start=1)]
 
 
 def render(entries: list[Entry]) -> str:
-    return "\n".join(e.text for e in entries)
+    return "".join(e.text + e.end for e in entries)
 
 
 @dataclass(frozen=True)
@@ -74,7 +150,7 @@ class Stage:
     name: str
     file: str
     condition: dict
-    items: tuple[str, ...]
+    items: tuple[str, ...]  # each test entry's test name (markers such as TIMEOUT (n) removed)
 
     @property
     def hardware(self) -> tuple[str, ...]:
@@ -85,7 +161,12 @@ class Stage:
 
 
 def parse_test_db(text: str, file: str) -> list[Stage]:
-    """The stages of one test-db yml: a condition and a list of test items each."""
+    """The stages of one test-db yml: a condition and a list of test entries each.
+
+    trt-test-db writes a stage's entries into a test list that upstream's pytest plugin reads
+    with parse_test_list_lines, so each entry follows the waives.txt line grammar
+    ('unittest/x.py TIMEOUT (90)', 'unittest/y.py ISOLATION', 'dir -k "expr"').
+    """
     try:
         data = yaml.safe_load(text) or {}
     except yaml.YAMLError:
@@ -99,8 +180,28 @@ def parse_test_db(text: str, file: str) -> list[Stage]:
         if not isinstance(blocks, list):
             raise BadInput(f"{file}: stage {key!r} must be a list of blocks")
         for block in blocks:
-            if not isinstance(block, dict) or not isinstance(block.get("tests", []), list):
+            if not isinstance(block, dict) or not isinstance(block.get("tests") or [], list):
                 raise BadInput(f"{file}: stage {key!r}: each block needs a 'tests' list")
-            items = tuple(str(t).split(" TIMEOUT")[0].strip() for t in block.get("tests") or ())
-            stages.append(Stage(key, file, block.get("condition") or {}, items))
+            condition = block.get("condition") or {}
+            if not isinstance(condition, dict):
+                raise BadInput(f"{file}: stage {key!r}: 'condition' must be a mapping")
+            items = []
+            for t in block.get("tests") or ():
+                if isinstance(t, (dict, list)) or t is None:
+                    raise BadInput(f"{file}: stage {key!r}: a test entry must be a string, not {type(t).__name__}")
+                try:
+                    entry = parse_line(str(t), 0, file)
+                except BadInput:  # again, with the line number (found only when needed: it is a scan)
+                    entry = parse_line(str(t), _line_of(text, str(t)), file)
+                if entry.name:
+                    items.append(entry.name)
+            stages.append(Stage(str(key), file, condition, tuple(items)))
     return stages
+
+
+def _line_of(text: str, needle: str) -> int:
+    """The first line of text that holds needle (for error messages only)."""
+    for n, line in enumerate(text.splitlines(), start=1):
+        if needle in line:
+            return n
+    return 0

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from ..git import Repo
 from ..model import PatchSet
 from .edit import compute, load_stages, read_waives
-from .match import hits
+from .match import Matcher
 from .narrow import Narrowing, test_id
 from .parse import parse_waives
 
@@ -36,16 +36,16 @@ def report(ps: PatchSet, repo: Repo, ref: str) -> WaiverReport:
     stages = load_stages(repo, ref, intent.test_db if intent else "tests/integration/test_lists/test-db")
     narrowing = compute(repo, ref, intent) if intent else None
     after_text = narrowing.after if narrowing and narrowing.changed else text
-    return WaiverReport(ps.target, ref, waives_file, _per_test(tests, text, stages),
-                        _per_test(tests, after_text, stages), narrowing)
+    return WaiverReport(ps.target, ref, waives_file, _per_test(tests, text, stages, waives_file),
+                        _per_test(tests, after_text, stages, waives_file), narrowing)
 
 
-def _per_test(tests: list[str], text: str, stages) -> list[TestWaivers]:
-    entries = parse_waives(text)
+def _per_test(tests: list[str], text: str, stages, name: str) -> list[TestWaivers]:
+    matcher = Matcher(parse_waives(text, name), stages)
     out = []
     for t in tests:
         tw = TestWaivers(t)
-        for h in hits(test_id(t), entries, stages):
+        for h in matcher.hits(test_id(t)):
             tw.lines.append({"line": h.entry.lineno, "text": h.entry.text, "level": h.level, "stages": list(h.stages)})
         out.append(tw)
     return out
