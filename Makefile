@@ -21,7 +21,8 @@ test: $(SETUP) ; $(PYTEST) -q
 apply: $(SETUP) ; $(PATCHKIT) apply --target $(TRTLLM) --src $(TRTLLM_SRC) $(if $(TRTLLM_URL),--url $(TRTLLM_URL)) $(if $(THREEWAY),--threeway)
 unapply: $(SETUP) ; $(PATCHKIT) unapply --target $(TRTLLM) --src $(TRTLLM_SRC)
 check: $(SETUP) ; $(PATCHKIT) check --src $(TRTLLM_SRC)
-miniature: $(SETUP) ; $(PATCHKIT) miniature --dest $(DEST)
+VARIANT    ?=
+miniature: $(SETUP) ; $(PATCHKIT) miniature --dest $(DEST) $(if $(VARIANT),--variant $(VARIANT))
 targets: $(SETUP) ; $(PATCHKIT) targets
 bench: $(SETUP) ; $(PATCHKIT) bench --workdir $(BUILD)/bench
 MODE       ?=

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import series
+from .delta import upstreamfix
 from .errors import Conflict, NotFound
 from .git import Repo, Sha
 from .model import PatchSet
@@ -69,7 +70,13 @@ def _apply(ps: PatchSet, repo: Repo, cloned: bool, threeway: bool) -> ApplyResul
 
     res = series.apply_series(repo, base, ps.patches, threeway=threeway, committer=repo.identity(),
                               extra=lambda tb: waiver_edit.apply_to(tb, ps))
-    res.raise_on_conflict(hint="" if threeway else "; try THREEWAY=1")
+    fix = upstreamfix.probe(ps, repo, base, res.outcomes) if upstreamfix.needs_probe(res.outcomes) else None
+    if fix is not None and fix.fixed:
+        # Our fix must not be stacked on upstream's, not even by a clean 3-way merge.
+        raise Conflict(f"{ps.target}: {fix.summary()}; nothing applied; {fix.advice()}",
+                       details=series.drift_report(res.outcomes))
+    hint = "" if threeway else "; try THREEWAY=1"
+    res.raise_on_conflict(hint=hint + (f"; {fix.summary()}" if fix is not None else ""))
     result.outcomes, result.tip, result.waiver = res.outcomes, res.tip, res.extra
 
     with transaction(repo) as snap:

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import series
+from .delta import upstreamfix
 from .errors import NotFound
 from .git import Repo
 from .model import PatchSet
@@ -18,6 +19,7 @@ class TargetCheck:
     base: str | None
     outcomes: list[series.Outcome] = field(default_factory=list)
     note: str = ""
+    upstream_fix: upstreamfix.UpstreamFix | None = None  # measured when a fix patch does not apply cleanly
 
     @property
     def verdict(self) -> str:
@@ -30,13 +32,15 @@ class TargetCheck:
         if not statuses:
             return "empty series"
         words = [WORDS[s] for s in ORDER if s in statuses]
+        fixed = "fixed upstream: " if self.upstream_fix and self.upstream_fix.fixed else ""
         if len(words) == 1:
-            return words[0]
-        return ", ".join(f"{WORDS[s]} ({statuses.count(s)} of {len(statuses)})" for s in ORDER if s in statuses)
+            return fixed + words[0]
+        return fixed + ", ".join(f"{WORDS[s]} ({statuses.count(s)} of {len(statuses)})" for s in ORDER if s in statuses)
 
     @property
     def conflicts(self) -> bool:
-        return any(o.status == series.CONFLICT for o in self.outcomes)
+        """A patch conflicts, or upstream fixed the bug so that the set must be retired."""
+        return any(o.status == series.CONFLICT for o in self.outcomes) or bool(self.upstream_fix and self.upstream_fix.fixed)
 
 
 # Worst first, so that a mixed verdict leads with what needs doing.
@@ -64,5 +68,6 @@ def check(sets: list[PatchSet], *, src: Path) -> list[TargetCheck]:
             outcomes = [series.Outcome(m.patch, m.status, m.commit, p.drift)
                         if p.status == series.CONFLICT and m.status == series.THREEWAY else p
                         for p, m in zip(plain.outcomes, merged.outcomes)]
-        results.append(TargetCheck(ps.target, ps.upstream.ref, base, outcomes))
+        fix = upstreamfix.probe(ps, repo, base, outcomes) if upstreamfix.needs_probe(outcomes) else None
+        results.append(TargetCheck(ps.target, ps.upstream.ref, base, outcomes, upstream_fix=fix))
     return results

@@ -87,6 +87,7 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--target", action="append", help="only these targets (default: all)")
     sp = sub.add_parser("miniature", help="build the miniature upstream repository")
     sp.add_argument("--dest", type=Path, required=True)
+    sp.add_argument("--variant", help="add a variant's commits on main (e.g. fixed-upstream: upstream's own fix)")
     sub.add_parser("targets", help="list the patch sets")
     sp = sub.add_parser("bench", help="measure partial versus full clone to a patched checkout")
     sp.add_argument("--workdir", type=Path, required=True)
@@ -135,8 +136,9 @@ def _dispatch(args: argparse.Namespace) -> str | tuple[str, ExitCode]:
         return render.as_json(sets) if args.json else render.table(
             [(s.target, s.upstream.ref, len(s.patches), s.branch) for s in sets], ("target", "ref", "patches", "branch"))
     if args.command == "miniature":
-        res = miniature.build(root, args.dest)
-        return render.as_json(res) if args.json else f"miniature upstream at {res.path} (tag {res.tag}, branch main)"
+        res = miniature.build(root, args.dest, args.variant)
+        return render.as_json(res) if args.json else (f"miniature upstream at {res.path} (tag {res.tag}, branch main"
+                                                      + (f", variant {args.variant})" if args.variant else ")"))
     if args.command == "bench":
         res = bench.clone_bench(root, args.workdir.resolve(), args.files, args.commits)
         dres = bench.delta_bench(root, args.workdir.resolve())

@@ -4,8 +4,10 @@ The scaffolding lives in tests/fixtures/miniature (a manifest of commits, each a
 laid over the tree before it). Lines marked '#patchkit: preimage <target> <n>' become the
 preimage of hunk n of that target's patches for the file, so the lines the real patches
 touch are the patches' own. A line '#patchkit: filler' becomes generated code of our own,
-as many lines as put the first preimage after it at the line its hunk header names: the
-patches then apply with no offset, and exporting them again is byte-identical.
+as many lines as put the first preimage after it (or the line after '#patchkit: at <target>
+<n>') at the line its hunk header names: the patches then apply with no offset, and
+exporting them again is byte-identical. Variants (manifest 'variants') are further commits
+on main, for the cases a user meets: upstream fixing the bug its own way, say.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from .git import Identity, init
 
 SCAFFOLD = Path("tests/fixtures/miniature")
 MARKER = re.compile(r"^#patchkit: preimage (?P<target>\S+) (?P<n>\d+)$")
+ANCHOR = re.compile(r"^#patchkit: at (?P<target>\S+) (?P<n>\d+)$")  # the next line sits where hunk n starts
 FILLER = "#patchkit: filler"
 IDENTITY = Identity("Miniature Upstream", "miniature@upstream.invalid")
 
@@ -35,8 +38,15 @@ class MiniatureResult:
     commits: tuple[str, ...]
 
 
-def build(root: Path, dest: Path) -> MiniatureResult:
-    """Build the miniature at dest (which must not exist, or be an empty directory)."""
+def variants(root: Path) -> list[str]:
+    """The names of the miniature's variants: mains where upstream moved on in some way."""
+    manifest = yaml.safe_load((root / SCAFFOLD / "manifest.yaml").read_text())
+    return sorted(manifest.get("variants") or {})
+
+
+def build(root: Path, dest: Path, variant: str | None = None) -> MiniatureResult:
+    """Build the miniature at dest (which must not exist, or be an empty directory); with a
+    variant, that variant's commits go on top of main."""
     dest = dest.resolve()
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise BadInput(f"{dest} already exists and is not empty; choose another DEST")
@@ -44,11 +54,17 @@ def build(root: Path, dest: Path) -> MiniatureResult:
         raise BadInput(f"{dest.parent} does not exist")
     scaffold = root / SCAFFOLD
     manifest = yaml.safe_load((scaffold / "manifest.yaml").read_text())
+    todo = list(manifest["commits"])
+    if variant is not None:
+        known = manifest.get("variants") or {}
+        if variant not in known:
+            raise BadInput(f"no miniature variant {variant!r}; choose one of: {', '.join(sorted(known))}")
+        todo += known[variant]
     tmp = Path(tempfile.mkdtemp(prefix=".miniature-", dir=dest.parent))
     try:
         repo = init(tmp, manifest.get("branch", "main"))
         tag, commits = "", []
-        for c in manifest["commits"]:
+        for c in todo:
             _lay(root, scaffold / c["dir"], tmp)
             commits.append(repo.add_all_and_commit(c["message"], IDENTITY, c["date"]))
             if c.get("tag"):
@@ -81,7 +97,11 @@ def _expand(root: Path, path: str, text: str) -> str:
     anchor: tuple[int, int] | None = None  # (index in lines, the line the hunk header names)
     for line in text.splitlines(keepends=True):
         m = MARKER.match(line.rstrip("\n"))
-        if m:
+        a = ANCHOR.match(line.rstrip("\n"))
+        if a:
+            if filler_at is not None and anchor is None:
+                anchor = (len(lines), _hunk(root, path, a["target"], int(a["n"])).old_start)
+        elif m:
             hunk = _hunk(root, path, m["target"], int(m["n"]))
             if filler_at is not None and anchor is None:
                 anchor = (len(lines), hunk.old_start)
@@ -93,7 +113,7 @@ def _expand(root: Path, path: str, text: str) -> str:
     if filler_at is None:
         return "".join(lines)
     if anchor is None:
-        raise BadInput(f"miniature: {path} has a filler but no preimage marker after it")
+        raise BadInput(f"miniature: {path} has a filler but no preimage or anchor marker after it")
     need = anchor[1] - 1 - anchor[0]
     return "".join(lines[:filler_at] + filler(need, path) + lines[filler_at:])
 

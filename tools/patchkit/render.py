@@ -68,6 +68,9 @@ def check_results(results) -> str:
             said += [off.one_line() for off in o.offsets]
             details.append((f"  {r.target}", o.patch.name, WORDS.get(o.status, o.status), "; ".join(said)))
         drifts += [drift_report([o]) for o in r.outcomes if o.status == "conflict" and o.drift]
+        if r.upstream_fix is not None:
+            fx = r.upstream_fix
+            drifts.append(f"{r.target}: {fx.summary()}" + (f"\n{r.target}: to do: {fx.advice()}" if fx.fixed else ""))
     text = table(rows, ("target", "ref", "commit", "verdict")) + ("\n" + table(details) if details else "")
     return "\n".join([text, *filter(None, drifts)])
 

@@ -246,8 +246,12 @@ def _locate(expected: Sequence[str], lines: Sequence[str], near: int) -> tuple[i
     n = len(expected)
     if not lines or not n:
         return 0, ()
+    def score(i: int) -> int:
+        return sum(a == b for a, b in zip(expected, lines[i:i + n]))
     starts = range(max(1, len(lines) - n + 1))
-    best = max(starts, key=lambda i: (sum(a == b for a, b in zip(expected, lines[i:i + n])), -abs(i + 1 - near)))
+    best = max(starts, key=lambda i: (score(i), -abs(i + 1 - near)))
+    if score(best) * 2 < n:  # nothing much like it anywhere: show what is where the header says
+        best = min(max(near - 1, 0), starts[-1])
     return best + 1, tuple(lines[best:best + n])
 
 

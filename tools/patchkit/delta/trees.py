@@ -31,12 +31,12 @@ def build(repo: Repo, base: Sha, ps: PatchSet, workdir: Path, paths: list[str] |
         res.raise_on_conflict(f" to {base[:12]} for the {name} tree")
         dest = workdir / name
         dest.mkdir(parents=True)
-        _archive(repo, res.tip, dest, paths)
+        archive(repo, res.tip, dest, paths)
         out[name] = dest
     return Trees(base, out["unpatched"], out["patched"])
 
 
-def _archive(repo: Repo, commit: str, dest: Path, paths: list[str] | None) -> None:
+def archive(repo: Repo, commit: str, dest: Path, paths: list[str] | None) -> None:
     with tempfile.TemporaryDirectory(prefix="patchkit-archive-") as tmp:
         tar = Path(tmp) / "tree.tar"
         repo.archive(commit, tar, paths or [])

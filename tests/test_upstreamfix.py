@@ -1,0 +1,144 @@
+"""Knowing that upstream fixed the bug another way (#9 item 6): detected from the set's tests
+on the unpatched ref, never from text. On the miniature's fixed-upstream variant (upstream
+landed the PR's form of the fix: every name in the lookup authoritative) our 0001 conflicts,
+yet the bug is gone; check, apply and delta say so, with the measured counts."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path, PurePosixPath
+
+import pytest
+
+from patchkit import miniature, patchset, series
+from patchkit.cli import main
+from patchkit.delta import upstreamfix
+from patchkit.git import Repo
+from helpers import ROOT, sh, state_of
+
+UTIL = "tensorrt_llm/_torch/pyexecutor/_util.py"
+
+
+@pytest.fixture(scope="session")
+def fixed_template(tmp_path_factory):
+    dest = tmp_path_factory.mktemp("fixed") / "upstream"
+    old = dict(os.environ)
+    os.environ.update(HOME=str(tmp_path_factory.mktemp("fixedhome")), GIT_CONFIG_NOSYSTEM="1")
+    try:
+        miniature.build(ROOT, dest, variant="fixed-upstream")
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    return dest
+
+
+@pytest.fixture
+def fixed_clone(fixed_template, tmp_path):
+    dest = tmp_path / "clone"
+    sh("git", "clone", "-q", fixed_template.as_uri(), dest)
+    return dest
+
+
+def declared(target: str = "main") -> tuple[str, dict, dict]:
+    """The regression file and what the set declares for it, unpatched and patched (source mode)."""
+    ps = patchset.load(ROOT, target)
+    [regression] = ps.tests.regression
+    exp = ps.expected["source"][regression]
+    return regression, exp["unpatched"], exp["patched"]
+
+
+def fixed_line() -> str:
+    regression, _unpatched, patched = declared()
+    return (f"fixed upstream: {PurePosixPath(regression).name} passes without the set "
+            f"({patched['passed']}/{sum(patched.values())})")
+
+
+def last_change(repo: Path) -> str:
+    return sh("git", "-C", repo, "log", "-1", "--format=%H", "origin/main", "--", UTIL).stdout.strip()
+
+
+def test_the_variant_is_upstreams_own_fix_and_our_patch_conflicts(fixed_template):
+    ps = patchset.load(ROOT, "main")
+    text = sh("git", "-C", fixed_template, "show", f"main:{UTIL}").stdout
+    assert '"max_source_positions"' in text and '"n_positions"' in text
+    repo = Repo(fixed_template)
+    res = series.apply_series(repo, repo.rev_parse("main"), ps.patches, stop_on_conflict=False)
+    assert [o.status for o in res.outcomes] == [series.CONFLICT, series.APPLIED]
+
+
+def test_check_reports_fixed_upstream_with_counts_and_what_to_do(fixed_clone, capsys):
+    before = state_of(fixed_clone)
+    code = main(["--root", str(ROOT), "check", "--src", str(fixed_clone)])
+    out = capsys.readouterr().out
+    assert code == 3
+    ps = patchset.load(ROOT, "main")
+    verdict = next(ln for ln in out.splitlines() if ln.startswith("main "))
+    assert verdict.split(None, 3)[3].startswith("fixed upstream: conflicts (1 of 2)")
+    assert f"main: {fixed_line()}" in out
+    todo = next(ln for ln in out.splitlines() if ln.startswith("main: to do: "))
+    assert f"retire {ps.patches[0].name}" in todo
+    assert f"last to change its files is {last_change(fixed_clone)[:12]}" in todo
+    assert "status.applied_upstream of patches/main/patchset.yaml" in todo
+    assert f"keep {ps.patches[1].name} as a PR if upstream has no test of its own" in todo
+    rc25 = next(ln for ln in out.splitlines() if ln.startswith("rc25 "))
+    assert rc25.endswith("applies cleanly")
+    assert state_of(fixed_clone) == before
+
+
+@pytest.mark.parametrize("threeway", [False, True])
+def test_apply_refuses_to_stack_our_fix_on_upstreams(fixed_clone, capsys, threeway):
+    before = state_of(fixed_clone)
+    code = main(["--root", str(ROOT), "apply", "--target", "main", "--src", str(fixed_clone)]
+                + (["--threeway"] if threeway else []))
+    _out, err = capsys.readouterr()
+    assert code == 3
+    [line] = err.strip().splitlines()
+    assert f"main: {fixed_line()}; nothing applied; retire 0001-" in line
+    assert state_of(fixed_clone) == before
+    assert "overlay/main" not in sh("git", "-C", fixed_clone, "branch", "--list").stdout
+
+
+def test_delta_gives_its_own_verdict_and_exits_0(fixed_clone, tmp_path, capsys):
+    report = tmp_path / "delta.json"
+    code = main(["--root", str(ROOT), "delta", "--target", "main", "--src", str(fixed_clone),
+                 "--mode", "source", "--report", str(report)])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert f"verdict: {fixed_line()}" in out and "to do: retire 0001-" in out
+    data = json.loads(report.read_text())
+    regression, _unpatched, patched = declared()
+    assert data["fixed_upstream"]["summary"] == fixed_line()
+    assert not data["matches_expected"]  # so make pr refuses it: there is no fix of ours to send
+    counted = [t for t, o in data["unpatched"]["tests"].items() if t.startswith(regression + "::") and o == "passed"]
+    assert len(counted) == patched["passed"]
+    assert data["upstream_commit"] == sh("git", "-C", fixed_clone, "rev-parse", "origin/main").stdout.strip()
+
+
+def _reword_context(upstream: Path) -> None:
+    util = upstream / UTIL
+    text = util.read_text()
+    old = "            head_dim = encoder_hidden_size // encoder_num_heads\n"
+    assert text.count(old) == 1
+    util.write_text(text.replace(old, "            head_dim = encoder_hidden_size // max(encoder_num_heads, 1)\n"))
+    sh("git", "-C", upstream, "commit", "-qam", "Guard the head size division")
+
+
+def test_drift_without_a_fix_is_not_called_fixed_and_says_what_was_measured(upstream, tmp_path, capsys):
+    _reword_context(upstream)
+    clone = tmp_path / "clone"
+    sh("git", "clone", "-q", upstream.as_uri(), clone)
+    code = main(["--root", str(ROOT), "apply", "--target", "main", "--src", str(clone)])
+    err = capsys.readouterr().err
+    regression, unpatched, patched = declared()
+    assert code == 3 and "fixed upstream:" not in err.replace("not fixed upstream:", "")
+    assert (f"not fixed upstream: {PurePosixPath(regression).name} {unpatched['passed']}/"
+            f"{sum(unpatched.values())} passed without the set") in err
+    code = main(["--root", str(ROOT), "apply", "--target", "main", "--src", str(clone), "--threeway"])
+    assert code == 0, capsys.readouterr().err
+
+
+def test_no_probe_when_every_fix_patch_applies_cleanly(miniature_template):
+    ps = patchset.load(ROOT, "main")
+    repo = Repo(miniature_template)
+    res = series.apply_series(repo, repo.rev_parse("main"), ps.patches, stop_on_conflict=False)
+    assert not upstreamfix.needs_probe(res.outcomes)
