@@ -1,6 +1,7 @@
 """make check: what it says about each patch and target, and the exit code CI gates on (#9 items 3-5)."""
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -58,6 +59,9 @@ def test_hunk_at_an_offset_is_reported_with_line_and_distance(upstream, tmp_path
     assert by > 999  # so the thousands separator shows
     assert f"{UTIL} hunk #1 applies at line {at}, {by:,} lines from its header" in out
     assert rows_of(out)["main"] == ("applies cleanly", ["applies cleanly", "applies cleanly"])
+    from patchkit import apply as apply_mod, render
+    res = apply_mod.apply(patchset.load(ROOT, "main"), src=src)
+    assert f"at an offset: {res.outcomes[0].patch.name}: {UTIL} hunk #1 applies at line {at}" in render.apply_result(res)
 
 
 def test_no_offset_is_reported_on_the_faithful_miniature(checkout, capsys):
@@ -81,6 +85,9 @@ def test_summary_agrees_with_a_patch_already_upstream(upstream, tmp_path, capsys
         assert f"{status} ({statuses.count(status)} of {len(statuses)})" in verdict
     [res] = check_mod.check([ps], src=src)
     assert not res.conflicts
+    assert main(["--root", str(ROOT), "--json", "check", "--src", str(src), "--target", "main"]) == 0
+    [data] = json.loads(capsys.readouterr().out)
+    assert data["verdict"] == verdict and data["conflicts"] is False
 
 
 def _rewrite_a_removed_line(upstream: Path) -> None:

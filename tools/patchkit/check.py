@@ -20,9 +20,16 @@ class TargetCheck:
     outcomes: list[series.Outcome] = field(default_factory=list)
     note: str = ""
     upstream_fix: upstreamfix.UpstreamFix | None = None  # measured when a fix patch does not apply cleanly
+    verdict: str = field(init=False)  # fields, not properties, so that --json carries them too
+    conflicts: bool = field(init=False)
 
-    @property
-    def verdict(self) -> str:
+    def __post_init__(self) -> None:
+        self.verdict = self._verdict()
+        # A patch conflicts, or upstream fixed the bug so that the set must be retired.
+        self.conflicts = (any(o.status == series.CONFLICT for o in self.outcomes)
+                          or bool(self.upstream_fix and self.upstream_fix.fixed))
+
+    def _verdict(self) -> str:
         """One phrase that agrees with every patch's row: the common status, or each status
         with how many of the series have it (never 'applies cleanly' over a patch that is
         already upstream)."""
@@ -36,11 +43,6 @@ class TargetCheck:
         if len(words) == 1:
             return fixed + words[0]
         return fixed + ", ".join(f"{WORDS[s]} ({statuses.count(s)} of {len(statuses)})" for s in ORDER if s in statuses)
-
-    @property
-    def conflicts(self) -> bool:
-        """A patch conflicts, or upstream fixed the bug so that the set must be retired."""
-        return any(o.status == series.CONFLICT for o in self.outcomes) or bool(self.upstream_fix and self.upstream_fix.fixed)
 
 
 # Worst first, so that a mixed verdict leads with what needs doing.

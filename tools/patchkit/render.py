@@ -54,6 +54,7 @@ def apply_result(r) -> str:
         lines.append("skipped, already upstream: " + ", ".join(ups))
     if three:
         lines.append("needed a 3-way merge: " + ", ".join(three))
+    lines += [f"at an offset: {o.patch.name}: {off.one_line()}" for o in r.outcomes for off in o.offsets]
     return "\n".join(lines)
 
 

@@ -58,8 +58,8 @@ class UpstreamFix:
     def advice(self) -> str:
         """What to do, in the set's own terms."""
         where = self.patchset_file or f"patches/{self.target}/patchset.yaml"
-        said = (f"retire {', '.join(self.retire)}: record the upstream commit that fixed it "
-                f"(the last to change its files is {self.last_change[:12]}) in status.applied_upstream of {where}")
+        said = (f"retire {', '.join(self.retire)}: drop it from the series and record the upstream commit that "
+                f"fixed it (the last to change its files is {self.last_change[:12]}) in status.applied_upstream of {where}")
         if self.keep:
             said += f"; keep {', '.join(self.keep)} as a PR if upstream has no test of its own"
         return said
