@@ -11,7 +11,7 @@ from patchkit import patchset
 from patchkit.delta import command as delta_cmd
 from patchkit.errors import BadInput, Conflict, NotFound
 from patchkit.git import Repo
-from patchkit.pr import branch as pr_branch, dco, title as title_mod
+from patchkit.pr import branch as pr_branch, checks, dco, title as title_mod
 from helpers import ROOT, copy_root
 
 GOLDEN = ROOT / "tests" / "golden"
@@ -44,6 +44,14 @@ def test_title_body_and_commit_messages_match_golden_files(checkout, tmp_path, t
     golden(f"pr_body_{target}.md", res.body)
     golden(f"pr_commits_{target}.txt", "\n-----\n".join(res.messages))
     assert (Path(res.out_dir) / "body.md").read_text() == res.body
+    # upstream's template as it is at the ref: main's offers a bot option that v1.3.0rc25's does not
+    assert res.template.startswith(".github/pull_request_template.md at ")
+    assert ("--detailed-log" in res.body) == (target == "main")
+    assert res.body.splitlines()[0] == "@coderabbitai summary" and "<!--" not in res.body
+    assert [h for h in res.body.splitlines() if h.startswith("## ")] == [
+        "## Description", "## Test Coverage", "## PR Checklist", "## GitHub Bot Help"]
+    assert checks.checklist_problems(res.body) == [] and checks.title_problems(res.title) == []
+    assert "make delta" not in res.body, "a figure's source is what was measured, not a private command"
     assert dco.check(Repo(checkout), res.branch, res.base).ok
     if target == "rc25":  # the computed waiver edit, rendered as an ordinary patch
         last = sorted((Path(res.out_dir) / "patches").iterdir())[-1].read_text()
@@ -59,7 +67,7 @@ def test_numbers_come_from_the_report(checkout, tmp_path):
     data["unpatched"]["failed"] -= 1
     report.write_text(json.dumps(data))
     res = make_pr(checkout, "rc25", tmp_path, report, signoff=SIGNOFF)
-    assert "without the fix 22 fail and 8 pass" in res.body
+    assert "(new, 30 cases): 22 failed / 8 passed without the fix → 30 passed with it." in res.body
 
 
 def test_refuses_without_a_report(checkout, tmp_path):

@@ -183,8 +183,9 @@ def _dispatch(args: argparse.Namespace) -> str | tuple[str, ExitCode]:
                            report=(args.report or root / "build" / "delta" / f"{ps.target}.json").resolve(),
                            out_dir=(args.out or root / "build" / "pr" / ps.target).resolve(), signoff=args.signoff)
         return render.as_json(res) if args.json else (
-            f"branch {res.branch} {res.tip[:12]} ({len(res.messages)} commits, signed off); written to {res.out_dir}\n\n"
-            f"{res.title}\n\n{res.body}")
+            f"branch {res.branch} {res.tip[:12]} ({len(res.messages)} commits, signed off); written to {res.out_dir}\n"
+            f"body: {res.template}, checked against upstream's title and checklist rules\n"
+            + "".join(f"note: {n}\n" for n in res.notes) + f"\n{res.title}\n\n{res.body}")
     if args.command in ("export", "check-export"):
         res = export_mod.export(ps, Repo.open(args.src), args.branch or ps.branch, check_only=args.command == "check-export",
                                 waiver_out=root / "build" / "export" / ps.target)

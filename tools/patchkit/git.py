@@ -402,6 +402,16 @@ class Repo:
             return None
         return data if typ in (b"blob", "blob") else None  # GitPython gives the type as bytes
 
+    def grep_files(self, rev: str, phrases: Iterable[str], path: str) -> list[str]:
+        """The files under path at rev that contain any of the phrases (fixed strings, any case).
+        git grep reads the tree at rev (lazily fetching blobs in a blobless clone); GitPython has
+        no search of its own."""
+        args = ["grep", "-l", "-F", "-i", "-I"] + [a for p in phrases for a in ("-e", p)] + [rev, "--", path]
+        res = self._run(*args, check=False)
+        if res.returncode not in (0, 1):  # 1: nothing matched
+            raise GitError(["git", *args], res.returncode, res.text, res.stderr, str(self.path))
+        return sorted(line.split(":", 1)[1] for line in res.text.splitlines() if ":" in line)
+
     def write_blob(self, data: bytes) -> Sha:
         """Store data as a blob (a loose object, written by GitPython itself); its id."""
         stream = self._repo.odb.store(IStream("blob", len(data), _BytesReader(data)))

@@ -98,6 +98,25 @@ class WaiverIntent:
 
 
 @dataclass(frozen=True)
+class ChecklistAnswer:
+    """The set author's answer to an item of upstream's PR checklist that nothing we measure
+    settles (e.g. following the coding guidelines): matched by a phrase of the item's text."""
+
+    item: str  # a phrase of the item, matched case-insensitively
+    answer: str  # "done" (ticked) or "n/a" (struck through)
+    why: str
+
+
+@dataclass(frozen=True)
+class PrIntent:
+    """What make pr needs beyond the series: answers to checklist items, and how to find the
+    user documentation that describes the behaviour the set changes."""
+
+    checklist: tuple[ChecklistAnswer, ...] = ()
+    docs: tuple[str, ...] = ()  # phrases (one line, any case) of docs/ text describing the changed behaviour
+
+
+@dataclass(frozen=True)
 class PatchSet:
     target: str
     root: Path  # patches/<target>
@@ -113,6 +132,7 @@ class PatchSet:
     container: Container
     waivers: WaiverIntent | None
     extra_paths: tuple[str, ...] = field(default=())
+    pr: PrIntent = field(default_factory=PrIntent)
 
     @property
     def touched_paths(self) -> tuple[str, ...]:

@@ -11,7 +11,8 @@ import unidiff
 import yaml
 
 from .errors import BadInput, NotFound
-from .model import Container, FileChange, Hunk, Patch, PatchSet, Status, Tests, Upstream, WaiverIntent
+from .model import (ChecklistAnswer, Container, FileChange, Hunk, Patch, PatchSet, PrIntent, Status, Tests, Upstream,
+                    WaiverIntent)
 
 METADATA = "patchset.yaml"
 _SUBJECT_PREFIX = re.compile(r"^\[PATCH[^\]]*\]\s*")
@@ -74,7 +75,25 @@ def load(root: Path, target: str) -> PatchSet:
                             package=container.get("package", "tensorrt_llm")),
         waivers=_load_waiver_intent(root, target),
         extra_paths=tuple(meta.get("extra_paths") or ()),
+        pr=_load_pr(meta.get("pr") or {}, where),
     )
+
+
+def _load_pr(data: Any, where: str) -> PrIntent:
+    """The optional pr: block (checklist answers, docs patterns); BadInput when malformed."""
+    if not isinstance(data, dict):
+        raise BadInput(f"{where}: 'pr' must be a mapping")
+    answers = []
+    for i, a in enumerate(data.get("checklist") or ()):
+        if not (isinstance(a, dict) and all(isinstance(a.get(k), str) and a[k].strip() for k in ("item", "answer", "why"))):
+            raise BadInput(f"{where}: pr.checklist[{i}] needs item, answer and why, each a non-empty string")
+        if a["answer"] not in ("done", "n/a"):
+            raise BadInput(f"{where}: pr.checklist[{i}].answer must be 'done' or 'n/a', not {a['answer']!r}")
+        answers.append(ChecklistAnswer(a["item"], a["answer"], a["why"]))
+    docs = data.get("docs") or []
+    if not isinstance(docs, list) or not all(isinstance(d, str) and d.strip() for d in docs):
+        raise BadInput(f"{where}: pr.docs must be a list of phrases")
+    return PrIntent(tuple(answers), tuple(docs))
 
 
 def parse_patch(path: Path, tests_only: bool = False) -> Patch:

@@ -1,19 +1,42 @@
-"""The PR body: rendered from the set's metadata, its commit messages and a delta report."""
+"""The PR body: upstream's template at the target ref, filled from the set's metadata, its
+commit messages, the checkout and a delta report."""
 from __future__ import annotations
 
 import importlib.resources
 import json
+import posixpath
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import jinja2
 
-from ..delta.compare import outcome_counts
+from ..delta.compare import file_of, outcome_counts
 from ..errors import Conflict, NotFound
+from ..git import Repo, short_ref
 from ..model import PatchSet
+from . import checklist, template as template_mod
 from .title import ticket
 
 _TRAILER = re.compile(r"^((Fixes|Closes) #\d+$|(Signed-off-by|[A-Z][A-Za-z-]+-by|Fixes|Closes):)", re.M)
+# Files that declare what the package depends on (a new dependency needs upstream's license scan).
+_DEPENDENCY_FILE = re.compile(r"(^|/)(requirements[^/]*\.(txt|in)|constraints[^/]*\.txt|setup\.py|setup\.cfg"
+                              r"|pyproject\.toml|Pipfile(\.lock)?|poetry\.lock|environment\.ya?ml)$")
+# How each delta mode ran the tests, said so that a reviewer can judge the numbers.
+_HOW = {
+    "source": ("on a CPU-only machine: the modules the fix changes were loaded from the tree, with "
+               "placeholders standing in for what those modules import and the machine lacks (torch, "
+               "the compiled bindings); a test file that imports those itself could not run there."),
+    "container": "in the release image{base} and in the same image with the fix laid over the installed package.",
+}
+
+
+@dataclass
+class Body:
+    text: str
+    template: str  # where the template came from
+    answers: list[checklist.Answer] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # sections the template lacked, and where ours went
 
 
 def load_report(path: Path, ps: PatchSet, upstream_commit: str) -> dict:
@@ -38,6 +61,7 @@ def _paragraphs(body: str) -> list[str]:
 
 
 def context(ps: PatchSet, report: dict, files: list[str], waiver: str | None) -> dict:
+    """Everything our two sections (Description, Test Coverage) say, from measured data."""
     fixes = [p for p in ps.patches if not p.tests_only]
     added = {fc.path for p in ps.patches for fc in p.files if fc.added}
     regression = []
@@ -47,27 +71,83 @@ def context(ps: PatchSet, report: dict, files: list[str], waiver: str | None) ->
     neighbours = []
     for f in ps.tests.neighbours:
         p = outcome_counts(report["patched"]["tests"], f)
-        summary = (f"{p['passed']} pass with the fix, none regress" if p["passed"] and not p["failed"]
-                   else f"not run in {report['mode']} mode (needs the container)" if p["not_run"]
-                   else f"{p['passed']} pass, {p['failed']} fail with the fix")
-        neighbours.append({"file": f, "summary": summary, "ok": bool(p["passed"]) and not (p["failed"] or p["error"])})
+        why = _not_run_reason(report, f)
+        summary = (f"{p['passed']} passed with the fix, none failed" if p["passed"] and not (p["failed"] or p["error"] or p["not_run"])
+                   else f"not run in this measurement ({why})" if p["not_run"]
+                   else f"{p['passed']} passed, {p['failed']} failed, {p['error']} errors with the fix")
+        neighbours.append({"file": f, "summary": summary, "why": why,
+                           "ok": bool(p["passed"]) and not (p["failed"] or p["error"] or p["not_run"])})
+    base = (report.get("images") or {}).get("unpatched", {}).get("name")
+    unpatched_tree = ("upstream plus the new tests" if any(p.tests_only for p in ps.patches) else "upstream as it is")
     return {
         "summary": " ".join(p.subject.split("] ", 2)[-1] for p in fixes) + ".",
         "why": [para for p in fixes for para in _paragraphs(p.body)],
         "ticket": ticket(ps), "files": files, "regression": regression, "neighbours": neighbours,
-        "ref": report["upstream_ref"].removeprefix("refs/tags/").removeprefix("refs/remotes/origin/").removeprefix("refs/heads/"),
+        "ref": short_ref(report["upstream_ref"]),
         "commit": report["upstream_commit"][:12], "target": ps.target, "mode": report["mode"],
+        "how": _HOW.get(report["mode"], f"in {report['mode']} mode.").format(base=f" `{base}`" if base else ""),
+        "unpatched_tree": unpatched_tree,
         "unpatched": report["unpatched"], "patched": report["patched"],
         "counts": {k: len(report[k]) for k in ("fail_to_pass", "pass_to_pass", "pass_to_fail", "fail_to_fail")},
         "waiver": waiver,
-        "neighbours_ok": bool(neighbours) and all(n["ok"] for n in neighbours),
     }
 
 
-def render(ctx: dict) -> str:
+def _not_run_reason(report: dict, file: str) -> str:
+    reasons = sorted({r for tid, r in (report.get("not_run") or {}).items() if file_of(tid) == file and r})
+    return "; ".join(reasons) or "not run"
+
+
+def facts(ps: PatchSet, report: dict, ctx: dict, files: list[str], repo: Repo, base: str) -> checklist.Facts:
+    """What the checklist is answered from: the report, the series' files and the checkout."""
+    fail_to_pass = {file_of(t) for t in report["fail_to_pass"]}
+    new_tests = tuple(t["file"] for t in ctx["regression"]
+                      if t["file"] in fail_to_pass and not (t["patched"]["failed"] or t["patched"]["error"]))
+    added = sorted({fc.path for p in ps.patches for fc in p.files if fc.added})
+    parents = sorted({posixpath.dirname(p) for p in added if posixpath.dirname(p)})
+    new_dirs = tuple(d for d in parents if not repo.ls_tree(base, d, recursive=False))
+    phrases = ps.pr.docs
+    return checklist.Facts(
+        explained=bool(ctx["why"]), new_tests=new_tests, mode=report["mode"],
+        neighbours={n["file"]: n["ok"] for n in ctx["neighbours"]},
+        neighbours_why={n["file"]: n["why"] for n in ctx["neighbours"] if not n["ok"]},
+        dependency_files=tuple(f for f in files if _DEPENDENCY_FILE.search(f)),
+        codeowners_changed=".github/CODEOWNERS" in files, new_dirs=new_dirs,
+        docs_changed=tuple(f for f in files if f.startswith("docs/")),
+        docs_phrases=phrases, docs_describing=tuple(repo.grep_files(base, phrases, "docs")) if phrases else (),
+        ref=ctx["ref"])
+
+
+def render(ps: PatchSet, ctx: dict, facts_: checklist.Facts, tmpl: template_mod.Template) -> Body:
+    """Upstream's template with our Description and Test Coverage, its checklist answered and
+    everything else kept as written. HTML comments are dropped: they are upstream's guidance
+    to the author, which the filled sections answer, and GitHub does not show them anyway."""
+    ours = {"description": _render("pr_description.md.j2", ctx), "test coverage": _render("pr_test_coverage.md.j2", ctx)}
+    missing = [k for k in ours if not tmpl.section(k)]
+    notes = [f"the template has no '## {k.title()}' section; ours is added" for k in missing]
+    answers: list[checklist.Answer] = []
+    out = [template_mod.without_comments(tmpl.preamble).strip("\n")]
+    for s in tmpl.sections:
+        key = s.name.lower()
+        if missing and key in ("test coverage", "pr checklist"):  # ours go before these, as upstream orders them
+            out += [f"## {k.title()}\n\n{ours[k].strip()}" for k in missing]
+            missing = []
+        if key in ours:
+            out.append(f"{s.heading}\n\n{ours[key].strip()}")
+            continue
+        text = template_mod.without_comments(s.text)
+        if key == "pr checklist":
+            text, answers = checklist.fill(text, facts_, ps.pr.checklist)
+        out.append(f"{s.heading}\n{text.rstrip()}")
+    out += [f"## {k.title()}\n\n{ours[k].strip()}" for k in missing]
+    text = re.sub(r"\n{3,}", "\n\n", "\n\n".join(p for p in out if p.strip())).strip("\n") + "\n"
+    return Body(text, tmpl.source, answers, notes)
+
+
+def _render(name: str, ctx: dict) -> str:
     env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                              loader=jinja2.FunctionLoader(_template))
-    return env.get_template("pr_body.md.j2").render(**ctx)
+    return env.get_template(name).render(**ctx)
 
 
 def _template(name: str) -> str:
