@@ -2,33 +2,136 @@
 
 Made with buildah alone (no daemon): a scratch container, the files copied into its mount,
 committed under a name. `ballast_mb` adds a file of that many MiB, for a large base.
+
+`python=True` makes an image the delta can run tests in, the way the release image can:
+this machine's Python and pytest (runtime.py), the package at `site_packages` on that
+Python's path (a .pth file, since the release's Python version need not be this one), and a
+stand-in module for everything the tree imports that the release has but the miniature does
+not model (torch, transformers, the compiled bindings, the rest of tensorrt_llm). The
+stand-ins are generated from the tree's imports, so they follow the miniature as it changes.
 """
 from __future__ import annotations
 
+import ast
 import os
 import shutil
-from pathlib import Path
+import sys
+from pathlib import Path, PurePosixPath
 
 from .. import proc
+from . import runtime
 
 BUSYBOX = Path("/bin/busybox")
 APPLETS = ("sh", "sha256sum", "echo", "test", "cat")
+HAVE = {"pytest", "_pytest", "pluggy", "iniconfig", "packaging"}  # what runtime.install puts in
+
+STAND_IN = '''"""Stand-in for {name}, which the release image has and the miniature does not model
+(written by patchkit for its test images). Any attribute is a class; anything can be called."""
+
+
+class _Anything(type):
+    def __getattr__(cls, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _Anything(name, (_Instance,), {{}})
+
+
+class _Instance(metaclass=_Anything):
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _Anything(name, (_Instance,), {{}})
+
+    def __call__(self, *args, **kwargs):
+        return args[0] if len(args) == 1 and not kwargs and callable(args[0]) else _Instance()
+
+    def __getitem__(self, key):
+        return _Instance()
+
+    def __iter__(self):
+        return iter(())
+
+
+def __getattr__(name):
+    if name.startswith("__"):
+        raise AttributeError(name)
+    return _Anything(name, (_Instance,), {{}})
+'''
+
+
+def imported_modules(tree: Path) -> set[str]:
+    """Every absolute module name that a .py file under tree imports (relative imports resolved)."""
+    names: set[str] = set()
+    for f in tree.rglob("*.py"):
+        try:
+            mod = ast.parse(f.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError):
+            continue
+        pkg = list(f.relative_to(tree).parts[:-1])  # the package a relative import starts from
+        for node in ast.walk(mod):
+            if isinstance(node, ast.Import):
+                names |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                keep = len(pkg) - (node.level - 1) if node.level else 0
+                if keep < 0:
+                    continue  # beyond the top: not importable anyway
+                base = pkg[:keep]
+                full = ".".join([*base, *(node.module.split(".") if node.module else [])])
+                if full:
+                    names.add(full)
+    return names
+
+
+def stand_ins(tree: Path) -> dict[str, str]:
+    """Files (path relative to site-packages -> text) for the modules tree imports and does not have."""
+    missing = set()
+    for name in imported_modules(tree):
+        top = name.split(".")[0]
+        if top in sys.stdlib_module_names or top in HAVE:
+            continue
+        parts = name.split(".")
+        for i in range(1, len(parts) + 1):
+            rel = PurePosixPath(*parts[:i])
+            if not ((tree / rel).with_suffix(".py").is_file() or (tree / rel / "__init__.py").is_file()):
+                missing.add(".".join(parts[:i]))
+    files = {}
+    for name in sorted(missing):
+        parts = name.split(".")
+        is_package = any(m.startswith(name + ".") for m in missing)
+        rel = "/".join(parts) + ("/__init__.py" if is_package else ".py")
+        files[rel] = STAND_IN.format(name=name)
+    return files
 
 
 def make_base(name: str, package_tree: Path, site_packages: str, *, package: str = "tensorrt_llm",
-              replace: dict[str, str] | None = None, ballast_mb: int = 0) -> str:
+              replace: dict[str, str] | None = None, ballast_mb: int = 0, python: bool = False,
+              with_shell: bool = True) -> str:
     """Commit an image `name` whose site_packages holds package_tree/package (files in replace overridden)."""
     ctr = proc.run(["buildah", "from", "scratch"]).stdout.strip()
     try:
         mnt = Path(proc.run(["buildah", "mount", ctr]).stdout.strip())
-        (mnt / "bin").mkdir()
-        shutil.copy(BUSYBOX, mnt / "bin" / "busybox")
-        for applet in APPLETS:
-            (mnt / "bin" / applet).symlink_to("busybox")
+        if with_shell:
+            (mnt / "bin").mkdir()
+            shutil.copy(BUSYBOX, mnt / "bin" / "busybox")
+            for applet in APPLETS:
+                (mnt / "bin" / applet).symlink_to("busybox")
         site = mnt / site_packages.lstrip("/")
         shutil.copytree(package_tree / package, site / package)
         for rel, text in (replace or {}).items():
             (site / rel).write_text(text)
+        if python:
+            (mnt / "tmp").mkdir(mode=0o1777, exist_ok=True)  # pytest's capture needs a temporary directory
+            os.chmod(mnt / "tmp", 0o1777)
+            it = runtime.install(mnt)
+            (mnt / it.site.lstrip("/") / "release-dist-packages.pth").write_text(site_packages + "\n")
+            for rel, text in stand_ins(package_tree).items():
+                dest = site / rel
+                if not dest.exists():
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    dest.write_text(text)
         if ballast_mb:
             with open(mnt / "ballast.bin", "wb") as fh:
                 for _ in range(ballast_mb):
