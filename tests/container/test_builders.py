@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from patchkit.container import builders
-from patchkit.errors import ToolMissing
+from patchkit.errors import CommandError, ToolMissing
 
 
 @pytest.mark.parametrize("name, expected", [
@@ -23,15 +23,49 @@ class _Fake:
     def __init__(self, name, works):
         self.name, self.works = name, works
 
-    def available(self):
-        return self.works
+    def problem(self):
+        return None if self.works else f"{self.name}: Cannot connect to the daemon"
 
 
 def test_default_is_the_first_builder_that_works(monkeypatch):
     monkeypatch.setattr(builders, "BUILDERS", {"docker": _Fake("docker", False), "podman": _Fake("podman", False),
                                                "buildah": _Fake("buildah", True)})
     assert builders.pick(None).name == "buildah"
-    with pytest.raises(ToolMissing, match="BUILDER=docker does not work on this machine"):
+    with pytest.raises(ToolMissing, match="BUILDER=docker does not work on this machine: docker: Cannot connect"):
         builders.pick("docker")
     with pytest.raises(ToolMissing, match="unknown BUILDER 'kaniko'"):
         builders.pick("kaniko")
+
+
+def test_none_works_says_why_for_each(monkeypatch):
+    monkeypatch.setattr(builders, "BUILDERS", {"docker": _Fake("docker", False), "buildah": _Fake("buildah", False)})
+    with pytest.raises(ToolMissing) as info:
+        builders.pick(None)
+    assert str(info.value) == ("no image builder works here (docker, podman or buildah); "
+                               "docker: docker: Cannot connect to the daemon; buildah: buildah: Cannot connect to the daemon")
+
+
+@pytest.mark.parametrize("stderr, stdout, said", [
+    # buildah: retries as warnings, then its verdict; the reason is the verdict, not "Trying to pull"
+    ("Trying to pull localhost/nope:1...\n"
+     'time="2026-11-30T00:20:26Z" level=warning msg="Failed, retrying in 2s ... (1/3). Error: x"\n'
+     'Error: initializing source docker://localhost/nope:1: pinging container registry localhost: connection refused\n',
+     "", "initializing source docker://localhost/nope:1: pinging container registry localhost: connection refused"),
+    ("Getting image source signatures\nCopying blob 1234\nError: writing blob: unauthorized\n", "",
+     "writing blob: unauthorized"),
+    ("Error response from daemon: manifest for nope:1 not found\n", "", "manifest for nope:1 not found"),
+    ('time="x" level=error msg="Failed to GetDriver graph nope /g"\n', "", "Failed to GetDriver graph nope /g"),
+    ("", "STEP 1/2: FROM x\nsomething broke\n", "something broke"),
+    ("", "", "buildah exited 125"),
+])
+def test_the_reason_is_the_builders_own_last_word(stderr, stdout, said):
+    assert builders.reason(CommandError(["buildah", "pull"], 125, stdout, stderr)) == said
+
+
+def test_docker_runs_tests_without_network_with_the_mounts():
+    cmd = builders.BUILDERS["docker"].run_command(
+        "img:1", ["python3", "-m", "pytest"], mounts=[builders.Mount(Path("/t"), "/patchkit/tree"),
+                                                     builders.Mount(Path("/o"), "/patchkit/out", False)],
+        workdir="/patchkit/tree", env={"PYTHONPATH": "/p"})
+    assert cmd == ["docker", "run", "--rm", "--network=none", "-v", "/t:/patchkit/tree:ro", "-v", "/o:/patchkit/out",
+                   "-w", "/patchkit/tree", "-e", "PYTHONPATH=/p", "img:1", "python3", "-m", "pytest"]

@@ -17,49 +17,21 @@ from patchkit.cli import main
 from patchkit.container import build as cbuild
 from patchkit.container.testbase import make_base
 from patchkit.git import Repo
+from cstore import in_store, needs_tools
 from helpers import ROOT, sh
 
-TOOLS = ("buildah", "skopeo", "umoci", "docker-registry")
-SITE = "usr/local/lib/python3.12/dist-packages"
+SITE = "usr/local/lib/python3.12/dist-packages"  # as the sets declare, without the leading /
 UTIL = "tensorrt_llm/_torch/pyexecutor/_util.py"
-
-missing = [t for t in TOOLS if shutil.which(t) is None]
-if missing and os.environ.get("PATCHKIT_REQUIRE_CONTAINER_TOOLS"):
-    raise RuntimeError(f"container tools missing: {missing} (.ci/run installs them)")
-pytestmark = pytest.mark.skipif(bool(missing), reason=f"needs {', '.join(missing)} (apt-get install {' '.join(missing)})")
+pytestmark = needs_tools
 
 
 @pytest.fixture(scope="session")
-def storage(tmp_path_factory):
-    d = tmp_path_factory.mktemp("containers")
-    conf = d / "storage.conf"
-    conf.write_text(f'[storage]\ndriver = "vfs"\ngraphroot = "{d}/graph"\nrunroot = "{d}/run"\n')
-    return conf
-
-
-@pytest.fixture(autouse=True)
-def container_env(storage, monkeypatch):
-    monkeypatch.setenv("CONTAINERS_STORAGE_CONF", str(storage))
-    monkeypatch.setenv("BUILDAH_ISOLATION", "chroot")
-
-
-@pytest.fixture(scope="session")
-def bases(storage, miniature_template, tmp_path_factory):
-    tree = tmp_path_factory.mktemp("rc25tree")
-    sh("git", "-C", miniature_template, "worktree", "add", "-q", "--detach", tree, "v1.3.0rc25")
-    old = os.environ.get("CONTAINERS_STORAGE_CONF")
-    os.environ.update(CONTAINERS_STORAGE_CONF=str(storage), BUILDAH_ISOLATION="chroot")
-    try:
+def bases(storage, release_tree):
+    tree = release_tree
+    with in_store(storage):
         good = make_base("localhost/test-release:1.3.0rc25", tree, "/" + SITE)
         drifted = make_base("localhost/test-release:drifted", tree, "/" + SITE, replace={
             UTIL: (tree / UTIL).read_text().replace("GB = 1 << 30", "GB = 1 << 30  # a local change")})
-    finally:
-        os.environ.pop("BUILDAH_ISOLATION")
-        if old is None:
-            os.environ.pop("CONTAINERS_STORAGE_CONF")
-        else:
-            os.environ["CONTAINERS_STORAGE_CONF"] = old
-    sh("git", "-C", miniature_template, "worktree", "remove", "--force", tree)
     return good, drifted
 
 
@@ -169,3 +141,71 @@ def test_push_to_a_registry_and_read_it_back(bases, miniature_template, tmp_path
     sh("umoci", "unpack", "--image", f"{pulled}:img", tmp_path / "pulled-bundle")
     back = tmp_path / "pulled-bundle" / "rootfs" / SITE / UTIL
     assert back.read_bytes() == (rootfs / SITE / UTIL).read_bytes()
+
+
+def _container(tmp_path, *args):
+    return main(["--root", str(ROOT), "container", "--target", "rc25", "--context", str(tmp_path / "ctx"), *args])
+
+
+def test_unpullable_base_is_not_found_with_the_builders_reason(miniature_template, tmp_path, capsys):
+    code = _container(tmp_path, "--src", str(miniature_template), "--base", "localhost/nope:1", "--builder", "buildah")
+    err = capsys.readouterr().err
+    assert code == 4 and err.count("\n") == 1, err
+    assert err.startswith("patchkit: error: cannot pull localhost/nope:1 with buildah: initializing source "
+                          "docker://localhost/nope:1: ")  # buildah's verdict, not "Trying to pull ..."
+    assert "connection refused" in err
+
+
+def test_missing_builder_is_tool_missing(miniature_template, tmp_path, capsys, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "git").symlink_to(shutil.which("git"))
+    monkeypatch.setenv("PATH", str(bin_dir))
+    code = _container(tmp_path, "--src", str(miniature_template), "--builder", "podman")
+    assert code == 5
+    assert capsys.readouterr().err == ("patchkit: error: BUILDER=podman does not work on this machine: "
+                                       "podman is not installed or not on PATH\n")
+
+
+def test_broken_builder_is_tool_missing_with_its_reason(miniature_template, tmp_path, capsys, monkeypatch):
+    conf = tmp_path / "storage.conf"
+    conf.write_text(f'[storage]\ndriver = "nope"\ngraphroot = "{tmp_path}/g"\nrunroot = "{tmp_path}/r"\n')
+    monkeypatch.setenv("CONTAINERS_STORAGE_CONF", str(conf))
+    code = _container(tmp_path, "--src", str(miniature_template), "--builder", "buildah")
+    err = capsys.readouterr().err
+    assert code == 5 and err.count("\n") == 1, err
+    assert err.startswith("patchkit: error: BUILDER=buildah does not work on this machine: ")
+    assert "driver not supported" in err
+
+
+def test_failing_build_step_names_the_step_and_what_it_said(release_tree, storage, miniature_template, tmp_path, capsys):
+    with in_store(storage):
+        shell_less = make_base("localhost/test-release:no-shell", release_tree, "/" + SITE, with_shell=False)
+    code = _container(tmp_path, "--src", str(miniature_template), "--base", shell_less, "--builder", "buildah")
+    err = capsys.readouterr().err
+    assert code == 3 and err.count("\n") == 1, err
+    assert err.startswith("patchkit: error: buildah build failed at STEP 2/4 (RUN cd /usr/local/lib/python3.12/")
+    assert err.endswith(": process failed to start with error: fork/exec /bin/sh: no such file or directory\n")
+    ps = patchset.load(ROOT, "rc25")
+    assert sh("buildah", "inspect", "--type", "image", cbuild.image_name(ps, shell_less), check=False).returncode != 0
+
+
+def test_failed_push_says_why(bases, miniature_template, tmp_path, capsys):
+    good, _ = bases
+    build(tmp_path, good, upstream=miniature_template)
+    port = _free_port()  # nothing listens there
+    code = main(["--root", str(ROOT), "container-push", "--target", "rc25", "--base", good, "--builder", "buildah",
+                 "--registry", f"127.0.0.1:{port}/patched/release", "--tls-verify", "false"])
+    err = capsys.readouterr().err
+    assert code == 4 and err.count("\n") == 1, err
+    assert err.startswith(f"patchkit: error: push to 127.0.0.1:{port}/patched/release:")
+    assert err.rstrip().endswith("connect: connection refused")
+
+
+def test_push_before_build_says_how_to_build(tmp_path, capsys):
+    code = main(["--root", str(ROOT), "container-push", "--target", "rc25", "--base", "localhost/never-built:1",
+                 "--builder", "buildah", "--registry", "127.0.0.1:9/x"])
+    ps = patchset.load(ROOT, "rc25")
+    assert code == 4 and capsys.readouterr().err == (
+        f"patchkit: error: {cbuild.image_name(ps, 'localhost/never-built:1')} is not in buildah's store; build it "
+        "first: make container TRTLLM=rc25 BASE=localhost/never-built:1 BUILDER=buildah\n")

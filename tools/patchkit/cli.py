@@ -82,6 +82,7 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--mode", choices=("source", "container"), help="default: source unless tensorrt_llm is importable")
     sp.add_argument("--report", type=Path, help="where to write the JSON report")
     sp.add_argument("--base", help="MODE=container: the unpatched image (default: the set's container.base)")
+    sp.add_argument("--builder", help="MODE=container: docker, podman or buildah (default: the first that works)")
     sp = sub.add_parser("check", help="report how every target applies, changing nothing")
     sp.add_argument("--src", type=Path, required=True)
     sp.add_argument("--target", action="append", help="only these targets (default: all)")
@@ -161,7 +162,7 @@ def _dispatch(args: argparse.Namespace) -> str | tuple[str, ExitCode]:
         return _verdict(render.as_json(res) if args.json else render.dco_result(res), res.ok)
     if args.command == "container-push":
         cps = patchset.load(root, args.target)
-        dest = cbuild.push(cps, image=cbuild.image_name(cps, args.base or cps.container.base), registry=args.registry,
+        dest = cbuild.push(cps, base=args.base, registry=args.registry,
                            builder_name=args.builder, tls_verify=args.tls_verify == "true")
         return f"pushed {dest}"
     ps = patchset.load(root, args.target)
@@ -172,11 +173,8 @@ def _dispatch(args: argparse.Namespace) -> str | tuple[str, ExitCode]:
         repo, _ = obtain(ps, args.src, args.url)
         report = args.report or root / "build" / "delta" / f"{ps.target}.json"
         mode = args.mode or delta_cmd.default_mode()
-        images = None
-        if mode == "container":
-            base = args.base or ps.container.base
-            images = (base, cbuild.image_name(ps, base))  # the image make container built from that base
-        res = delta_cmd.delta(ps, repo=repo, mode=mode, report=report.resolve(), images=images)
+        res = delta_cmd.delta(ps, repo=repo, mode=mode, report=report.resolve(), base_image=args.base,
+                              builder_name=args.builder)
         return _verdict(render.as_json(res) if args.json else delta_cmd.render(res), res.ok)
     if args.command == "pr":
         res = pr_branch.pr(ps, repo=Repo.open(args.src),

@@ -10,11 +10,11 @@ from pathlib import Path, PurePosixPath
 import jinja2
 
 from .. import __version__, series
-from ..errors import CommandError, Conflict, ToolMissing, UserError
+from ..errors import CommandError, Conflict, NotFound, ToolMissing
 from ..git import Repo
 from ..model import PatchSet
 from ..upstream import base_of
-from .builders import Builder, pick
+from .builders import Builder, Image, build_reason, pick, reason
 
 TEMPLATE = Path("overlay/Containerfile.j2")
 IMAGE_REPO = "localhost/patchkit"
@@ -96,7 +96,7 @@ def build(root: Path, ps: PatchSet, repo: Repo, *, context_dir: Path, base: str 
         if builder_name:
             raise
         builder = None
-    digest = builder.digest(base) if builder else "unknown (no builder ran)"
+    digest = base_image(builder, base).digest if builder else "unknown (no builder ran)"
     result = render_context(root, ps, repo, context_dir, base, digest)
     result.command = f"docker build -t {result.image} {context_dir}"
     if builder is None:
@@ -106,21 +106,48 @@ def build(root: Path, ps: PatchSet, repo: Repo, *, context_dir: Path, base: str 
     with tempfile.TemporaryDirectory(prefix="patchkit-build-") as tmp:
         iid = Path(tmp) / "iid"
         try:
-            result.image_id = builder.build(context_dir, iid)
+            image_id = builder.build(context_dir, iid)
         except CommandError as exc:
-            said = next((ln.strip() for ln in (exc.stderr + exc.stdout).splitlines() if "patchkit: " in ln), None)
-            raise UserError(said.split("patchkit: ", 1)[1] if said else f"{builder.name} build failed: {exc.first_line()}",
-                            code=Conflict.code) from exc
-    builder.tag(result.image_id, result.image)
+            # The drift guard's own line, as the step printed it (not buildah echoing the RUN line)
+            said = next((ln.strip() for ln in (exc.stderr + exc.stdout).splitlines() if ln.startswith("patchkit: ")), None)
+            raise Conflict(said.split("patchkit: ", 1)[1] if said else f"{builder.name} build failed at {build_reason(exc)}") from exc
+    try:
+        builder.tag(image_id, result.image)
+    except CommandError as exc:
+        raise Conflict(f"{builder.name} could not tag {result.image}: {reason(exc)}") from exc
+    built = builder.inspect(result.image)
+    if built is None:
+        raise Conflict(f"{builder.name} built {image_id[:19]} but {result.image} is not in its store")
+    result.image_id, result.labels = built.id, built.labels  # what the image carries, read back
     return result
 
 
-def push(ps: PatchSet, *, image: str, registry: str, builder_name: str | None = None, tls_verify: bool = True) -> str:
-    """Push image to <registry>:<its tag>; returns the destination."""
+def base_image(builder: Builder, base: str) -> Image:
+    """The base as the builder's store holds it, pulled when it is not there yet."""
+    found = builder.inspect(base)
+    if found is None:
+        builder.pull(base)
+        found = builder.inspect(base)
+    if found is None:
+        raise NotFound(f"{builder.name} pulled {base} but cannot find it in its store")
+    return found
+
+
+def make_container_hint(ps: PatchSet, base: str, builder: str | None) -> str:
+    """The make container command that builds the image for these inputs, as the user would type it."""
+    return (f"make container TRTLLM={ps.target}" + (f" BASE={base}" if base != ps.container.base else "")
+            + (f" BUILDER={builder}" if builder else ""))
+
+
+def push(ps: PatchSet, *, base: str | None = None, registry: str, builder_name: str | None = None,
+         tls_verify: bool = True) -> str:
+    """Push the image built from base to <registry>:<its tag>; returns the destination."""
+    base = base or ps.container.base
+    image = image_name(ps, base)
     builder = pick(builder_name)
+    if builder.inspect(image) is None:
+        raise NotFound(f"{image} is not in {builder.name}'s store; build it first: "
+                       f"{make_container_hint(ps, base, builder_name)}")
     dest = f"{registry.rstrip('/')}:{image.rsplit(':', 1)[-1]}"
-    try:
-        builder.push(image, dest, tls_verify)
-    except CommandError as exc:
-        raise UserError(f"push to {dest} failed: {exc.first_line()}", code=Conflict.code) from exc
+    builder.push(image, dest, tls_verify)
     return dest

@@ -1,29 +1,92 @@
 """Image builders behind one small interface, chosen from a registry by name.
 
 docker and podman share a command line; buildah runs without a daemon (chroot isolation,
-any storage driver its storage.conf names). A builder is available when its client runs and,
-for docker, when a daemon answers.
+any storage driver its storage.conf names). A builder is usable when its client runs and can
+reach its store (buildah, podman) or daemon (docker). Every failure of a builder becomes one
+line carrying the builder's own reason (see reason()): 4 when an image or registry cannot be
+reached, 5 when the builder itself does not work, 3 when a build step fails.
 """
 from __future__ import annotations
 
+import json
+import re
 import shutil
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from .. import proc
-from ..errors import CommandError, ToolMissing
+from ..errors import CommandError, NotFound, ToolMissing
+
+
+@dataclass(frozen=True)
+class Mount:
+    host: Path
+    at: str
+    read_only: bool = True
+
+    def spec(self) -> str:
+        return f"{self.host}:{self.at}" + (":ro" if self.read_only else "")
+
+
+@dataclass(frozen=True)
+class Image:
+    """An image as the builder's store holds it."""
+
+    name: str
+    id: str
+    digest: str
+    labels: dict[str, str] = field(default_factory=dict)
 
 
 class Builder(Protocol):
     name: str
 
-    def available(self) -> bool: ...
+    def problem(self) -> str | None: ...  # why it does not work here; None when it does
     def build_command(self, context: Path, iidfile: Path) -> list[str]: ...
     def build(self, context: Path, iidfile: Path) -> str: ...
     def tag(self, image_id: str, name: str) -> None: ...
     def untag(self, name: str) -> None: ...
-    def digest(self, image: str) -> str: ...
+    def inspect(self, image: str) -> Image | None: ...  # None: not in the local store
+    def pull(self, image: str) -> None: ...
     def push(self, name: str, dest: str, tls_verify: bool) -> None: ...
+    def run(self, image: str, argv: list[str], *, mounts: list[Mount], workdir: str,
+            env: dict[str, str]) -> proc.Result: ...  # never raises on argv's own exit code
+
+
+_ERROR = re.compile(r"^(?:Error(?: response from daemon)?|error|ERROR|ERRO\[\d+\]|FATA\[\d+\]):?\s+(.*)$")
+_STEP = re.compile(r"^STEP (\d+/\d+): (.*)$")
+_EXITED = re.compile(r"(process exited with error|subprocess exited with status).*$")
+_LOGRUS = re.compile(r'level=(?:error|fatal) msg="((?:[^"\\]|\\.)*)"')
+
+
+def reason(exc: CommandError) -> str:
+    """The builder's own reason for a failure: its last error line, not its first line of progress
+    ("Trying to pull ...", "Getting image source signatures")."""
+    for text in (exc.stderr, exc.stdout):
+        found = [m.group(1) for m in map(_ERROR.match, (ln.strip() for ln in text.splitlines())) if m]
+        found = found or [m.group(1).replace('\\"', '"') for m in map(_LOGRUS.search, text.splitlines()) if m]
+        if found:
+            return found[-1].strip()
+    for text in (exc.stderr, exc.stdout):
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        if lines:
+            return lines[-1]
+    return f"{exc.cmd[0]} exited {exc.returncode}"
+
+
+def build_reason(exc: CommandError) -> str:
+    """Why a build failed: the step, and what the step itself said (buildah's own verdict only
+    repeats the whole RUN line and "exit status 1")."""
+    lines = [ln.strip() for ln in (exc.stdout + "\n" + exc.stderr).splitlines() if ln.strip()]
+    steps = [(i, m) for i, m in ((i, _STEP.match(ln)) for i, ln in enumerate(lines)) if m]
+    if not steps:
+        return reason(exc)
+    at, step = steps[-1]
+    said = [_EXITED.sub("", ln).strip() for ln in lines[at + 1:] if not _ERROR.match(ln)]
+    said = [ln for ln in said if ln]
+    what = step.group(2) if len(step.group(2)) <= 48 else step.group(2)[:45] + "..."
+    return f"STEP {step.group(1)} ({what}): {said[-1] if said else reason(exc)}"
 
 
 class _Cli:
@@ -32,12 +95,30 @@ class _Cli:
     def _run(self, *args: str, check: bool = True) -> proc.Result:
         return proc.run([self.name, *args], check=check)
 
+    def problem(self) -> str | None:
+        if shutil.which(self.name) is None:
+            return f"{self.name} is not installed or not on PATH"
+        try:
+            self._run(*self._probe)
+        except CommandError as exc:
+            return reason(exc)
+        return None
+
     def build(self, context: Path, iidfile: Path) -> str:
-        proc.run(self.build_command(context, iidfile))
+        proc.run(self.build_command(context, iidfile))  # a CommandError: the caller says what failed
         return iidfile.read_text().strip()
 
     def tag(self, image_id: str, name: str) -> None:
         self._run("tag", image_id, name)
+
+    def untag(self, name: str) -> None:
+        self._run("rmi", name, check=False)
+
+    def pull(self, image: str) -> None:
+        try:
+            self._run("pull", "-q", image)
+        except CommandError as exc:
+            raise NotFound(f"cannot pull {image} with {self.name}: {reason(exc)}") from exc
 
 
 class DockerLike(_Cli):
@@ -45,68 +126,93 @@ class DockerLike(_Cli):
 
     def __init__(self, name: str) -> None:
         self.name = name
-
-    def available(self) -> bool:
-        if shutil.which(self.name) is None:
-            return False
-        return self._run("info", check=False).returncode == 0  # the docker client alone cannot build
+        self._probe = ("info",)  # the docker client alone cannot build: a daemon must answer
 
     def build_command(self, context: Path, iidfile: Path) -> list[str]:
         return [self.name, "build", "--iidfile", str(iidfile), "-f", str(context / "Containerfile"), str(context)]
 
-    def untag(self, name: str) -> None:
-        self._run("rmi", name, check=False)
-
-    def digest(self, image: str) -> str:
-        if self._run("image", "inspect", image, check=False).returncode != 0:
-            self._run("pull", image)
-        res = self._run("image", "inspect", "--format", "{{range .RepoDigests}}{{.}} {{end}}", image)
-        found = res.stdout.split()
-        return found[0].split("@", 1)[-1] if found else self._run("image", "inspect", "--format", "{{.Id}}", image).stdout.strip()
+    def inspect(self, image: str) -> Image | None:
+        res = self._run("image", "inspect", image, check=False)
+        if res.returncode != 0:
+            return None
+        data = json.loads(res.stdout)[0]
+        digests = [d.split("@", 1)[-1] for d in data.get("RepoDigests") or []]
+        return Image(image, data["Id"], digests[0] if digests else data["Id"],
+                     dict((data.get("Config") or {}).get("Labels") or {}))
 
     def push(self, name: str, dest: str, tls_verify: bool) -> None:
         self._run("tag", name, dest)
         tls = [] if self.name == "docker" else [f"--tls-verify={str(tls_verify).lower()}"]  # docker: daemon config
-        self._run("push", *tls, dest)
+        try:
+            self._run("push", *tls, dest)
+        except CommandError as exc:
+            raise NotFound(f"push to {dest} failed: {reason(exc)}") from exc
+
+    def run_command(self, image: str, argv: list[str], *, mounts: list[Mount], workdir: str,
+                    env: dict[str, str]) -> list[str]:
+        return [self.name, "run", "--rm", "--network=none", *(a for m in mounts for a in ("-v", m.spec())),
+                "-w", workdir, *(a for k, v in env.items() for a in ("-e", f"{k}={v}")), image, *argv]
+
+    def run(self, image: str, argv: list[str], *, mounts: list[Mount], workdir: str,
+            env: dict[str, str]) -> proc.Result:
+        return proc.run(self.run_command(image, argv, mounts=mounts, workdir=workdir, env=env), check=False)
 
 
 class Buildah(_Cli):
     name = "buildah"
-
-    def available(self) -> bool:
-        return shutil.which("buildah") is not None and self._run("--version", check=False).returncode == 0
+    _probe = ("info",)  # reads storage.conf and opens the store: a broken store shows here
 
     def build_command(self, context: Path, iidfile: Path) -> list[str]:
         return ["buildah", "bud", "--isolation", "chroot", "--layers=false", "--iidfile", str(iidfile),
                 "-f", str(context / "Containerfile"), str(context)]
 
-    def untag(self, name: str) -> None:
-        self._run("rmi", name, check=False)
-
-    def digest(self, image: str) -> str:
-        if self._run("inspect", "--type", "image", image, check=False).returncode != 0:
-            self._run("pull", "-q", image)
-        return self._run("inspect", "--type", "image", "--format", "{{.FromImageDigest}}", image).stdout.strip()
+    def inspect(self, image: str) -> Image | None:
+        res = self._run("inspect", "--type", "image", image, check=False)
+        if res.returncode != 0:
+            return None
+        data = json.loads(res.stdout)
+        return Image(image, data["FromImageID"], data["FromImageDigest"],
+                     dict(data["OCIv1"].get("config", {}).get("Labels") or {}))
 
     def push(self, name: str, dest: str, tls_verify: bool) -> None:
-        self._run("push", f"--tls-verify={str(tls_verify).lower()}", name, f"docker://{dest}")
+        try:
+            self._run("push", "-q", f"--tls-verify={str(tls_verify).lower()}", name, f"docker://{dest}")
+        except CommandError as exc:
+            raise NotFound(f"push to {dest} failed: {reason(exc)}") from exc
+
+    def run(self, image: str, argv: list[str], *, mounts: list[Mount], workdir: str,
+            env: dict[str, str]) -> proc.Result:
+        """`buildah from` + `buildah run` (chroot isolation, so no daemon and no network
+        namespace: chroot cannot give one, and the tests need none) + `buildah rm`."""
+        try:
+            ctr = self._run("from", "--pull=never", "-q", image).stdout.strip()
+        except CommandError as exc:
+            raise NotFound(f"cannot start {image} with buildah: {reason(exc)}") from exc
+        try:
+            return proc.run(["buildah", "run", "--isolation", "chroot", *(a for m in mounts for a in ("-v", m.spec())),
+                             "--workingdir", workdir, *(a for k, v in env.items() for a in ("--env", f"{k}={v}")),
+                             ctr, "--", *argv], check=False)
+        finally:
+            self._run("rm", ctr, check=False)
 
 
 BUILDERS: dict[str, Builder] = {"docker": DockerLike("docker"), "podman": DockerLike("podman"), "buildah": Buildah()}
 
 
 def pick(name: str | None) -> Builder:
-    """The named builder, or the first that works here; ToolMissing when none does."""
+    """The named builder, or the first that works here; ToolMissing (with the reason) when none does."""
     if name:
         if name not in BUILDERS:
             raise ToolMissing(f"unknown BUILDER {name!r} (known: {', '.join(BUILDERS)})")
-        if not BUILDERS[name].available():
-            raise ToolMissing(f"BUILDER={name} does not work on this machine")
+        problem = BUILDERS[name].problem()
+        if problem:
+            raise ToolMissing(f"BUILDER={name} does not work on this machine: {problem}")
         return BUILDERS[name]
+    problems = []
     for builder in BUILDERS.values():
-        try:
-            if builder.available():
-                return builder
-        except (CommandError, ToolMissing):
-            continue
-    raise ToolMissing("no image builder works here (docker, podman or buildah)")
+        problem = builder.problem()
+        if problem is None:
+            return builder
+        problems.append(f"{builder.name}: {problem}")
+    raise ToolMissing("no image builder works here (docker, podman or buildah)" +
+                      (f"; {'; '.join(problems)}" if problems else ""))
