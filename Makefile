@@ -27,7 +27,7 @@ targets: $(SETUP) ; $(PATCHKIT) targets
 bench: $(SETUP) ; $(PATCHKIT) bench --workdir $(BUILD)/bench
 MODE       ?=
 REPORT     ?=
-delta: $(SETUP) ; $(PATCHKIT) delta --target $(TRTLLM) --src $(TRTLLM_SRC) $(if $(TRTLLM_URL),--url $(TRTLLM_URL)) $(if $(MODE),--mode $(MODE)) $(if $(REPORT),--report $(REPORT))
+delta: $(SETUP) ; $(PATCHKIT) delta --target $(TRTLLM) --src $(TRTLLM_SRC) $(if $(TRTLLM_URL),--url $(TRTLLM_URL)) $(if $(MODE),--mode $(MODE)) $(if $(REPORT),--report $(REPORT)) $(if $(BASE),--base $(BASE)) $(if $(BUILDER),--builder $(BUILDER))
 waivers: $(SETUP) ; $(PATCHKIT) waivers --target $(TRTLLM) --src $(TRTLLM_SRC) $(if $(TRTLLM_URL),--url $(TRTLLM_URL))
 BRANCH     ?= overlay/$(TRTLLM)
 SIGNOFF    ?=

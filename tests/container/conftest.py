@@ -32,11 +32,27 @@ def release_tree(miniature_template, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def python_release(storage, release_tree):
-    """A base image shaped like the rc25 release: Python with pytest, and the miniature's
-    tensorrt_llm in the set's site_packages. Built once a session: the slow part."""
-    if missing:
-        pytest.skip(f"needs {', '.join(missing)}")
+def python_base(storage, miniature_template, tmp_path_factory):
+    """python_base(ref): an image shaped like a release built from that ref of the miniature:
+    Python with pytest, and the miniature's tensorrt_llm in the sets' site_packages. Each is
+    built once a session: the slow part."""
     from patchkit.container.testbase import make_base
-    with in_store(storage):
-        return make_base("localhost/test-pyrelease:1.3.0rc25", release_tree, SITE, python=True)
+    built: dict[str, str] = {}
+
+    def get(ref: str) -> str:
+        if missing:
+            pytest.skip(f"needs {', '.join(missing)}")
+        if ref not in built:
+            tree = tmp_path_factory.mktemp("tree")
+            sh("git", "-C", miniature_template, "worktree", "add", "-q", "--detach", tree, ref)
+            with in_store(storage):
+                built[ref] = make_base(f"localhost/test-pyrelease:{ref.lstrip('v')}", tree, SITE, python=True)
+            sh("git", "-C", miniature_template, "worktree", "remove", "--force", tree)
+        return built[ref]
+    return get
+
+
+@pytest.fixture(scope="session")
+def python_release(python_base):
+    """The rc25 release, as python_base makes it."""
+    return python_base("v1.3.0rc25")

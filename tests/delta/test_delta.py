@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -136,44 +137,49 @@ def test_exit_code_that_contradicts_outcomes_is_invalid(exitstatus, tests, why):
     assert why in compare.validity(TreeRun("patched", exitstatus, len(tests), tests))[0]
 
 
-class FakeRunner:
-    """Records what the container runner would run; answers as pytest would have."""
+class FakeBuilder:
+    """Records what the container runner asks a builder to run; answers as pytest in an image would."""
 
-    def __init__(self, engine: str) -> None:
-        self.real = ContainerRunner(engine)
-        self.commands: list[list[str]] = []
+    name = "fake"
 
-    def run(self, jobs, tests, source_modules):
-        out = []
-        for j in jobs:
-            self.commands.append(self.real.command(j, tests))
-            n_fail = 23 if j.name == "unpatched" else 0
-            results = {f"{REGRESSION}::t{i}": {"outcome": "failed" if i < n_fail else "passed"} for i in range(30)}
-            out.append(TreeRun(j.name, 1 if n_fail else 0, 30, results))
-        return out
+    def __init__(self) -> None:
+        self.calls: list[tuple] = []
+
+    def run(self, image, argv, *, mounts, workdir, env):
+        tree = next(m.host for m in mounts if m.at == "/patchkit/tree")
+        self.calls.append((image, argv, mounts, sorted(p.name for p in tree.iterdir())))
+        out = next(m.host for m in mounts if not m.read_only)
+        n_fail = 23 if "nvcr.io" in image else 0
+        tests = {f"{REGRESSION}::t{i}": {"outcome": "failed" if i < n_fail else "passed", "reason": ""} for i in range(30)}
+        name = "unpatched" if n_fail else "patched"
+        (out / f"{name}.json").write_text(json.dumps({"exitstatus": 1 if n_fail else 0, "collected": 30,
+                                                      "tests": tests, "collect_errors": {}}))
+        return SimpleNamespace(returncode=1 if n_fail else 0, stdout="", stderr="")
 
 
-@pytest.mark.parametrize("engine", ["docker", "podman"])
-def test_container_mode_runs_the_same_selection_in_both_images(miniature_template, tmp_path, engine):
-    fake = FakeRunner(engine)
-    res = run_delta(miniature_template, "rc25", tmp_path, mode="container", runner=fake,
-                    images=("nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc25", "localhost/trtllm:1.3.0rc25-abc"))
+def test_container_mode_runs_the_same_selection_in_both_images(miniature_template, tmp_path):
+    fake = FakeBuilder()
+    images = ("nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc25", "localhost/trtllm:1.3.0rc25-abc")
+    res = run_delta(miniature_template, "rc25", tmp_path, mode="container", runner=ContainerRunner(fake), images=images)
     assert res.ok and res.mode == "container"
-    base_cmd, patched_cmd = fake.commands
-    for cmd, image in ((base_cmd, "nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc25"), (patched_cmd, "localhost/trtllm:1.3.0rc25-abc")):
-        assert cmd[:4] == [engine, "run", "--rm", "--network=none"]
-        assert image in cmd and cmd[cmd.index(image) + 1:cmd.index(image) + 4] == ["python3", "-m", "pytest"]
-        assert cmd[-1] == REGRESSION and "--continue-on-collection-errors" in cmd
-        assert not any(a.startswith("--source-root") for a in cmd)  # the image's installed package is tested
+    assert [c[0] for c in fake.calls] == list(images)
+    for image, argv, mounts, listing in fake.calls:
+        assert argv[:3] == ["python3", "-m", "pytest"] and argv[-1] == REGRESSION
+        assert "--continue-on-collection-errors" in argv
+        assert not any(a.startswith("--source-root") for a in argv)  # the image's installed package is tested
+        assert next(m for m in mounts if m.at == "/patchkit/tree").read_only
+        assert listing == ["tests"]  # no copy of the package beside the tests
+    assert res.images == {"unpatched": {"name": images[0]}, "patched": {"name": images[1]}}
 
 
-def test_container_mode_without_engine_says_so(miniature_template, tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")  # git, but neither docker nor podman
-    monkeypatch.setattr("shutil.which", lambda name, *a, **k: None if name in ("docker", "podman") else "/usr/bin/" + name)
+def test_container_mode_without_a_builder_says_so(miniature_template, tmp_path, monkeypatch, capsys):
+    from patchkit.container import builders
+    monkeypatch.setattr(builders, "BUILDERS", {})
     code = main(["--root", str(ROOT), "delta", "--target", "rc25", "--src", str(miniature_template),
                  "--mode", "container", "--report", str(tmp_path / "r.json")])
     err = capsys.readouterr().err
-    assert code == 2 and "MODE=container needs docker or podman working here" in err
+    assert code == 5 and err == "patchkit: error: no image builder works here (docker, podman or buildah)\n"
+    assert not (tmp_path / "r.json").exists()
 
 
 def test_declared_test_missing_at_the_ref_is_named(upstream, tmp_path):

@@ -13,7 +13,7 @@ from ..errors import BadInput
 from ..git import Repo
 from ..model import PatchSet
 from ..upstream import base_of
-from . import compare, trees, upstreamfix
+from . import compare, images as container_images, trees, upstreamfix
 from .run import ContainerRunner, Job, Runner, SourceRunner, TreeRun
 
 MODES = ("source", "container")
@@ -62,6 +62,8 @@ class DeltaResult:
     # Set when the series does not apply and the set's regression tests already give, on
     # upstream alone, what the set declares for its patched tree: its own verdict.
     fixed_upstream: dict | None = None
+    builder: str = ""  # container mode: the builder that ran the images
+    images: dict[str, dict] = field(default_factory=dict)  # container mode: tree -> name, id, digest, labels
 
     @property
     def ok(self) -> bool:
@@ -74,7 +76,8 @@ def _tree_summary(run: TreeRun) -> dict:
 
 
 def delta(ps: PatchSet, *, repo: Repo, mode: str, report: Path, runner: Runner | None = None,
-          images: tuple[str, str] | None = None) -> DeltaResult:
+          images: tuple[str, str] | None = None, base_image: str | None = None,
+          builder_name: str | None = None) -> DeltaResult:
     """Build both trees in scratch space, run the declared tests, classify, grade, write the report."""
     if mode not in MODES:
         raise BadInput(f"MODE must be one of {', '.join(MODES)}, not {mode!r}")
@@ -82,8 +85,15 @@ def delta(ps: PatchSet, *, repo: Repo, mode: str, report: Path, runner: Runner |
     if not tests:
         raise BadInput(f"the {ps.target} patch set declares no tests (tests.regression in patchset.yaml)")
     ref, base = base_of(repo, ps)
+    used: dict[str, dict] = {}
+    builder = ""
+    if mode == "container" and images is None:  # the images make container built from BASE with BUILDER
+        found = container_images.resolve(ps, commit=base, base=base_image, builder_name=builder_name)
+        runner = runner or ContainerRunner(found.builder)
+        images, builder = (found.unpatched.name, found.patched.name), found.builder.name
+        used = {"unpatched": asdict(found.unpatched), "patched": asdict(found.patched)}
     if runner is None:
-        runner = SourceRunner() if mode == "source" else ContainerRunner()
+        runner = SourceRunner()
     report.parent.mkdir(parents=True, exist_ok=True)
     pre = series.apply_series(repo, base, ps.patches, committer_date=series.THROWAWAY_DATE, stop_on_conflict=False)
     if not pre.ok:
@@ -95,13 +105,13 @@ def delta(ps: PatchSet, *, repo: Repo, mode: str, report: Path, runner: Runner |
     work = Path(tempfile.mkdtemp(prefix="patchkit-delta-"))
     try:
         paths = existing_paths(repo, base, ps, sorted(set(ps.touched_paths) | set(tests)))
+        if mode == "container":  # the image's installed package is under test, not a copy in the tree
+            paths = [p for p in paths if PurePosixPath(p).parts[0] != ps.container.package]
         missing = [t for t in tests if t not in paths]
         tests = [t for t in tests if t in paths]
         tr = trees.build(repo, base, ps, work / "trees", paths=paths)
         out = work / "out"
         out.mkdir()
-        if mode == "container" and images is None:
-            raise BadInput("MODE=container needs the base and patched images (make container first)")
         jobs = [Job("unpatched", tr.unpatched, out, images[0] if images else None),
                 Job("patched", tr.patched, out, images[1] if images else None)]
         if not tests:
@@ -124,7 +134,9 @@ def delta(ps: PatchSet, *, repo: Repo, mode: str, report: Path, runner: Runner |
                if v["outcome"] == "not_run"}
     result = DeltaResult(ps.target, mode, ref, base, list(ps.tests.all), _tree_summary(unpatched), _tree_summary(patched),
                          d.fail_to_pass, d.pass_to_pass, d.pass_to_fail, d.fail_to_fail, d.other, not_run,
-                         expected, not mismatches, mismatches, not invalid, invalid, junit, str(report))
+                         expected, not mismatches, mismatches, not invalid, invalid, junit, str(report),
+                         builder=builder, images=used or ({"unpatched": {"name": images[0]}, "patched": {"name": images[1]}}
+                                           if images else {}))
     report.write_text(json.dumps(asdict(result), indent=2, sort_keys=True) + "\n")
     return result
 
@@ -166,11 +178,13 @@ def render(r: DeltaResult) -> str:
             f"to do: {fx['advice']}"])
     rows = [(name, s["passed"], s["failed"], s["error"], s["skipped"], s["not_run"])
             for name, s in (("unpatched", r.unpatched), ("patched", r.patched))]
-    lines = [f"delta {r.target} ({r.mode} mode) on {r.upstream_ref} {r.upstream_commit[:12]}",
-             table(rows, ("tree", "passed", "failed", "error", "skipped", "not run")), "",
-             table([("fail->pass", len(r.fail_to_pass)), ("pass->pass", len(r.pass_to_pass)),
-                    ("pass->fail", len(r.pass_to_fail)), ("fail->fail", len(r.fail_to_fail)),
-                    ("other", len(r.other))])]
+    lines = [f"delta {r.target} ({r.mode} mode) on {r.upstream_ref} {r.upstream_commit[:12]}"]
+    lines += [f"{name} image: {i['name']}" + (f" ({i['id'][:12]}, {r.builder})" if i.get("id") else "")
+              for name, i in r.images.items()]
+    lines += [table(rows, ("tree", "passed", "failed", "error", "skipped", "not run")), "",
+              table([("fail->pass", len(r.fail_to_pass)), ("pass->pass", len(r.pass_to_pass)),
+                     ("pass->fail", len(r.pass_to_fail)), ("fail->fail", len(r.fail_to_fail)),
+                     ("other", len(r.other))])]
     files = sorted({tid.split("::")[0] for tid in r.not_run})
     for f in files:
         reason = next(v for k, v in r.not_run.items() if k.split("::")[0] == f)

@@ -3,16 +3,20 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from .. import proc
 from ..errors import BadInput
 
+if TYPE_CHECKING:
+    from ..container.builders import Builder, Mount
+
 PLUGIN_DIR = Path(__file__).resolve().parent
+_EPILOGUE = re.compile(r"^(Error: )?(subprocess )?exit(ed with)? status \d+$")
 CONTAINER_TREE, CONTAINER_PLUGIN, CONTAINER_OUT = "/patchkit/tree", "/patchkit/plugin", "/patchkit/out"
 
 
@@ -74,31 +78,34 @@ class SourceRunner:
 
 
 class ContainerRunner:
-    """Runs the trees' tests inside images with docker or podman: the installed package is
-    the one under test, the tree only provides the test files."""
+    """Runs the trees' tests inside images with a builder (buildah, podman or docker): the
+    installed package is the one under test; the tree, mounted read-only, gives only the test
+    files and their conftest.py; outcomes and JUnit come back through a mounted directory."""
 
-    def __init__(self, engine: str | None = None, python: str = "python3") -> None:
-        self.engine, self.python = engine, python
+    def __init__(self, builder: "Builder", python: str = "python3") -> None:
+        self.builder, self.python = builder, python
 
-    def command(self, job: Job, tests: list[str]) -> list[str]:
-        if not job.image:
-            raise BadInput("container mode needs an image for every tree")
-        return [self.engine or "docker", "run", "--rm", "--network=none",
-                "-v", f"{job.tree}:{CONTAINER_TREE}:ro", "-v", f"{PLUGIN_DIR}:{CONTAINER_PLUGIN}:ro",
-                "-v", f"{job.out}:{CONTAINER_OUT}", "-w", CONTAINER_TREE, "-e", f"PYTHONPATH={CONTAINER_PLUGIN}",
-                job.image, self.python, "-m", "pytest", "-p", "reportplugin", "--rootdir", CONTAINER_TREE,
+    def argv(self, job: Job, tests: list[str]) -> list[str]:
+        return [self.python, "-m", "pytest", "-p", "reportplugin", "--rootdir", CONTAINER_TREE,
                 *_pytest_args(tests, f"{CONTAINER_OUT}/{job.name}.json", f"{CONTAINER_OUT}/{job.name}.xml")]
 
+    @staticmethod
+    def mounts(job: Job) -> list["Mount"]:
+        from ..container.builders import Mount
+        return [Mount(job.tree, CONTAINER_TREE), Mount(PLUGIN_DIR, CONTAINER_PLUGIN), Mount(job.out, CONTAINER_OUT, False)]
+
     def run(self, jobs: list[Job], tests: list[str], source_modules: list[str]) -> list[TreeRun]:
-        from ..container.builders import BUILDERS
-        engines = [self.engine] if self.engine else ["docker", "podman"]
-        working = [e for e in engines if shutil.which(e) and BUILDERS[e].available()]
-        if not working:
-            raise BadInput(f"MODE=container needs {' or '.join(engines)} working here (a client and, for docker, "
-                           "a daemon); use MODE=source")
-        self.engine = working[0]
-        results = [proc.run(self.command(j, tests), check=False) for j in jobs]
-        return [_read(j, r.returncode, r.stderr or r.stdout) for j, r in zip(jobs, results)]
+        for j in jobs:
+            if not j.image:
+                raise BadInput("container mode needs an image for every tree")
+        # One after the other: each run starts a container from a whole image, and two at once
+        # only compete for the same disk.
+        results = [self.builder.run(j.image, self.argv(j, tests), mounts=self.mounts(j), workdir=CONTAINER_TREE,
+                                    env={"PYTHONPATH": CONTAINER_PLUGIN}) for j in jobs]
+        # The builder's own epilogue ("Error: exit status 1") says nothing: pytest's last words do.
+        return [_read(j, r.returncode, "\n".join(ln for ln in (r.stdout + "\n" + r.stderr).splitlines()
+                                                 if not _EPILOGUE.match(ln.strip())))
+                for j, r in zip(jobs, results)]
 
 
 def _read(job: Job, returncode: int, output: str = "") -> TreeRun:

@@ -1,0 +1,145 @@
+"""MODE=container for real: make container, then make delta MODE=container in the base image and
+the image it built (buildah, chroot isolation, vfs storage, no daemon, no network), then pr."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from patchkit import patchset
+from patchkit.cli import main
+from patchkit.container import build as cbuild
+from patchkit.delta import command
+from patchkit.git import Repo
+from cstore import in_store, needs_tools
+from helpers import ROOT, sh
+
+REGRESSION = "tests/unittest/_torch/executor/test_cross_kv_cache_layout.py"
+pytestmark = needs_tools
+
+
+def make(*args):
+    return sh("make", "-s", "-C", ROOT, "SETUP=", f"PATCHKIT={sys.executable} -m patchkit", *args, check=False)
+
+
+def per_file(tests: dict[str, str], file: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for tid, outcome in tests.items():
+        if tid.split("::")[0] == file:
+            out[outcome] = out.get(outcome, 0) + 1
+    return out
+
+
+REFS = {"rc25": "v1.3.0rc25", "main": "main"}
+
+
+@pytest.fixture(scope="session")
+def built(python_base, storage, miniature_template):
+    """built(target): make container for the target from a Python base made from its ref, once
+    a session, as the user runs it; returns the BASE it was given."""
+    done: dict[str, str] = {}
+
+    def get(target: str) -> str:
+        if target not in done:
+            base = python_base(REFS[target])
+            with in_store(storage):
+                res = make("container", f"TRTLLM={target}", f"TRTLLM_SRC={miniature_template}", f"BASE={base}",
+                           "BUILDER=buildah")
+            assert res.returncode == 0, res.stderr
+            done[target] = base
+        return done[target]
+    return get
+
+
+@pytest.mark.parametrize("target", ["rc25", "main"])
+def test_make_container_then_make_delta_in_the_images_then_pr(built, upstream, tmp_path, target):
+    """The two commands in a row, with the same variables, measure the declared delta in the
+    images; the neighbours, which source mode cannot run, pass before and after; the report
+    names the images and the commit, and pr accepts it."""
+    base = built(target)
+    report = tmp_path / "delta" / f"{target}.json"
+    res = make("delta", f"TRTLLM={target}", f"TRTLLM_SRC={upstream}", "MODE=container", f"BASE={base}",
+               "BUILDER=buildah", f"REPORT={report}")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "verdict: matches the declared delta" in res.stdout
+    data = json.loads(report.read_text())
+    ps = patchset.load(ROOT, target)
+    commit = sh("git", "-C", upstream, "rev-parse", f"{REFS[target]}^{{commit}}").stdout.strip()
+    assert data["mode"] == "container" and data["builder"] == "buildah" and data["upstream_commit"] == commit
+    declared = ps.expected["container"][REGRESSION]
+    for tree in ("unpatched", "patched"):
+        measured = per_file(data[tree]["tests"], REGRESSION)
+        assert measured == {k: v for k, v in declared[tree].items() if v}, tree
+    regression = [t for t in data["fail_to_pass"] + data["pass_to_pass"] if t.startswith(REGRESSION + "::")]
+    assert len(regression) == sum(declared["patched"].values())
+    assert not data["pass_to_fail"] and not data["fail_to_fail"] and not data["other"] and not data["not_run"]
+    for neighbour in ps.tests.neighbours:
+        ran = [t for t in data["pass_to_pass"] if t.startswith(neighbour + "::")]
+        assert ran and per_file(data["patched"]["tests"], neighbour) == {"passed": len(ran)}, neighbour
+    images = data["images"]
+    assert images["unpatched"]["name"] == base
+    assert images["patched"]["name"] == cbuild.image_name(ps, base)
+    assert images["patched"]["labels"]["io.patchkit.upstream.commit"] == commit
+    assert images["patched"]["labels"]["io.patchkit.patchset.sha256"] == ps.content_hash
+    assert images["patched"]["labels"]["org.opencontainers.image.base.digest"] == images["unpatched"]["digest"]
+    for name in ("unpatched", "patched"):
+        assert "<testsuite" in Path(data["junit"][name]).read_text()
+
+    # The same outcome for every regression case as source mode measures.
+    src = command.delta(ps, repo=Repo(upstream), mode="source", report=tmp_path / "source" / f"{target}.json")
+    for tree in ("unpatched", "patched"):
+        mine = {t: o for t, o in data[tree]["tests"].items() if t.startswith(REGRESSION)}
+        theirs = {t: o for t, o in getattr(src, tree)["tests"].items() if t.startswith(REGRESSION)}
+        assert mine == theirs and len(mine) == 30, tree
+
+    code = main(["--root", str(ROOT), "pr", "--target", target, "--src", str(upstream), "--report", str(report),
+                 "--out", str(tmp_path / "pr"), "--signoff", "Test User <test@example.com>"])
+    assert code == 0 and (tmp_path / "pr" / "body.md").is_file()
+
+
+def test_labels_in_json_are_the_ones_the_image_carries(built, miniature_template, tmp_path, capsys):
+    base = built("rc25")
+    code = main(["--root", str(ROOT), "--json", "container", "--target", "rc25", "--src", str(miniature_template),
+                 "--base", base, "--builder", "buildah", "--context", str(tmp_path / "ctx")])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0
+    carried = json.loads(sh("skopeo", "inspect", "--config", f"containers-storage:{out['image']}").stdout)
+    assert out["labels"] == carried["config"]["Labels"]
+    assert out["labels"]["io.patchkit.upstream.commit"] == \
+        sh("git", "-C", miniature_template, "rev-parse", "v1.3.0rc25^{commit}").stdout.strip()
+
+
+def test_delta_refuses_an_image_built_for_another_commit(built, upstream, tmp_path, capsys):
+    base = built("rc25")
+    sh("git", "-C", upstream, "commit", "-q", "--allow-empty", "-m", "rc25 re-tagged")
+    sh("git", "-C", upstream, "tag", "-f", "v1.3.0rc25")
+    code = main(["--root", str(ROOT), "delta", "--target", "rc25", "--src", str(upstream), "--mode", "container",
+                 "--base", base, "--builder", "buildah", "--report", str(tmp_path / "r.json")])
+    err = capsys.readouterr().err
+    ps = patchset.load(ROOT, "rc25")
+    now = sh("git", "-C", upstream, "rev-parse", "HEAD").stdout.strip()
+    assert code == 3 and err.count("\n") == 1, err
+    assert f"{cbuild.image_name(ps, base)} is stale: built for upstream commit " in err
+    assert f"(now {now[:12]}); rebuild it: make container TRTLLM=rc25 BASE={base} BUILDER=buildah" in err
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_delta_without_the_patched_image_says_how_to_build_it(python_release, miniature_template, tmp_path, capsys):
+    ps = patchset.load(ROOT, "main")  # nobody built main's image from this base
+    code = main(["--root", str(ROOT), "delta", "--target", "main", "--src", str(miniature_template), "--mode",
+                 "container", "--base", python_release, "--builder", "buildah", "--report", str(tmp_path / "r.json")])
+    err = capsys.readouterr().err
+    assert code == 4 and err == (f"patchkit: error: no patched image {cbuild.image_name(ps, python_release)} in buildah's "
+                                 f"store; build it first: make container TRTLLM=main BASE={python_release} "
+                                 "BUILDER=buildah\n")
+
+
+def test_delta_without_the_base_says_so(miniature_template, tmp_path, capsys):
+    code = main(["--root", str(ROOT), "delta", "--target", "rc25", "--src", str(miniature_template), "--mode",
+                 "container", "--base", "localhost/nope:1", "--builder", "buildah", "--report", str(tmp_path / "r.json")])
+    err = capsys.readouterr().err
+    assert code == 4 and err == ("patchkit: error: the base image localhost/nope:1 is not in buildah's store; "
+                                 "make container TRTLLM=rc25 BASE=localhost/nope:1 BUILDER=buildah pulls it and builds "
+                                 "the patched image\n")
