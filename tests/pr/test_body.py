@@ -63,7 +63,8 @@ def test_a_new_item_nobody_answers_refuses_and_a_declared_answer_settles_it(upst
     upstream_commit(upstream, checkout, {TEMPLATE: template_with(upstream, "- [ ] Please check", f"- [ ] {item}\n- [ ] Please check")},
                     "Ask about release notes")
     message = refused(checkout, tmp_path)
-    assert f"item '{item}' is open" in message and "pr.checklist" in message and "nothing written" in message
+    assert (f"item '{item}' is open: nothing measured settles it; answer it under pr.checklist in "
+            "patches/main/patchset.yaml; nothing written") in message
 
     root = copy_root(tmp_path)
     meta = root / "patches" / "main" / "patchset.yaml"
@@ -82,7 +83,7 @@ def test_docs_that_describe_the_changed_behaviour_must_be_updated(upstream, chec
     upstream_commit(upstream, checkout, {guide: "# Encoder-decoder\n\nThe cross-KV pool is sized from `max_input_len`.\n"},
                     "Add a guide")
     message = refused(checkout, tmp_path)
-    assert f"{guide} at main describes the changed behaviour and the series does not update it" in message
+    assert f"{guide} at main describes the changed behaviour and the series does not update it: add that update to the series" in message
 
 
 def test_existing_tests_are_ticked_only_from_a_container_mode_report(upstream, checkout, tmp_path):
@@ -104,7 +105,7 @@ def test_existing_tests_are_ticked_only_from_a_container_mode_report(upstream, c
     res = make_pr(checkout, "main", tmp_path, report, signoff=SIGNOFF)
     assert f"- [x] {item}" in res.body
     assert f"`{neighbour}` (existing): 1 passed with the fix, none failed." in res.body
-    assert "in the release image and in the same image with the fix laid over the installed package" in res.body
+    assert "in the base image and in the same image with the fix laid over its installed package" in res.body
 
 
 def facts(**kw) -> checklist.Facts:
@@ -132,3 +133,17 @@ def test_a_declaration_never_overrides_a_measured_no():
     said = (ChecklistAnswer("existing tests", "done", "trust me"),)
     a = checklist.answer("Existing tests pass.", facts(neighbours={"n.py": False}), said)
     assert a.state == checklist.OPEN and a.by == "measured"
+
+
+def test_the_cli_refuses_with_one_line_and_exit_1(upstream, checkout, tmp_path, capsys):
+    from patchkit.cli import main
+    upstream_commit(upstream, checkout, {"docs/guide.md": "Cross-KV pool capacity: set max_input_len.\n"}, "Add a guide")
+    report = measured(checkout, "main", tmp_path)
+    out = tmp_path / "out"
+    code = main(["--root", str(ROOT), "pr", "--target", "main", "--src", str(checkout), "--report", str(report),
+                 "--out", str(out), "--signoff", SIGNOFF])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == ExitCode.MISMATCH and len(err) == 1
+    assert err[0].startswith("patchkit: error: main: the PR body would fail upstream's PR checks: item ")
+    assert "docs/guide.md at main describes the changed behaviour" in err[0]
+    assert not out.exists()

@@ -24,10 +24,10 @@ _DEPENDENCY_FILE = re.compile(r"(^|/)(requirements[^/]*\.(txt|in)|constraints[^/
                               r"|pyproject\.toml|Pipfile(\.lock)?|poetry\.lock|environment\.ya?ml)$")
 # How each delta mode ran the tests, said so that a reviewer can judge the numbers.
 _HOW = {
-    "source": ("on a CPU-only machine: the modules the fix changes were loaded from the tree, with "
+    "source": ("outside any TensorRT-LLM installation: the modules the fix changes were loaded from the tree, with "
                "placeholders standing in for what those modules import and the machine lacks (torch, "
                "the compiled bindings); a test file that imports those itself could not run there."),
-    "container": "in the release image{base} and in the same image with the fix laid over the installed package.",
+    "container": "in the base image{base} and in the same image with the fix laid over its installed package.",
 }
 
 
@@ -137,7 +137,7 @@ def render(ps: PatchSet, ctx: dict, facts_: checklist.Facts, tmpl: template_mod.
             continue
         text = template_mod.without_comments(s.text)
         if key == "pr checklist":
-            text, answers = checklist.fill(text, facts_, ps.pr.checklist)
+            text, answers = checklist.fill(text, facts_, ps.pr.checklist, f"patches/{ps.target}/patchset.yaml")
         out.append(f"{s.heading}\n{text.rstrip()}")
     out += [f"## {k.title()}\n\n{ours[k].strip()}" for k in missing]
     text = re.sub(r"\n{3,}", "\n\n", "\n\n".join(p for p in out if p.strip())).strip("\n") + "\n"

@@ -81,7 +81,7 @@ def _codeowners(f: Facts) -> tuple[str, str] | None:
 def _docs(f: Facts) -> tuple[str, str] | None:
     stale = [d for d in f.docs_describing if d not in f.docs_changed]
     if stale:
-        return OPEN, f"{', '.join(stale)} at {f.ref} describes the changed behaviour and the series does not update it"
+        return OPEN, f"{', '.join(stale)} at {f.ref} describes the changed behaviour and the series does not update it: add that update to the series"
     if f.docs_describing:
         return DONE, f"the series updates {', '.join(f.docs_describing)}"
     if f.docs_changed:
@@ -108,7 +108,7 @@ RULES: tuple[tuple[re.Pattern[str], Callable[[Facts], tuple[str, str] | None]], 
 )
 
 
-def answer(item: str, facts: Facts, declared: tuple[ChecklistAnswer, ...]) -> Answer:
+def answer(item: str, facts: Facts, declared: tuple[ChecklistAnswer, ...], where: str = "patchset.yaml") -> Answer:
     """The answer to one item (not the final box)."""
     plain = re.sub(r"~~", "", item)
     for pattern, rule in RULES:
@@ -120,7 +120,7 @@ def answer(item: str, facts: Facts, declared: tuple[ChecklistAnswer, ...]) -> An
     for d in declared:
         if _words(d.item) in _words(plain):
             return Answer(item, DONE if d.answer == "done" else NA, d.why, "declared")
-    return Answer(item, OPEN, "nothing measured settles it, and patchset.yaml has no answer for it (pr.checklist)", "")
+    return Answer(item, OPEN, f"nothing measured settles it; answer it under pr.checklist in {where}", "")
 
 
 def _words(text: str) -> str:
@@ -128,7 +128,8 @@ def _words(text: str) -> str:
     return " ".join(re.split(r"[\s_\-]+", text.lower()))
 
 
-def fill(text: str, facts: Facts, declared: tuple[ChecklistAnswer, ...]) -> tuple[str, list[Answer]]:
+def fill(text: str, facts: Facts, declared: tuple[ChecklistAnswer, ...],
+         where: str = "patchset.yaml") -> tuple[str, list[Answer]]:
     """The checklist section's text with every item answered, and the answers in order."""
     lines = text.splitlines(keepends=True)
     answers: list[Answer] = []
@@ -140,7 +141,7 @@ def fill(text: str, facts: Facts, declared: tuple[ChecklistAnswer, ...]) -> tupl
         if m.group(2).startswith(FINAL_BOX_TEXT):
             final.append(i)
             continue
-        a = answer(m.group(2).strip(), facts, declared)
+        a = answer(m.group(2).strip(), facts, declared, where)
         answers.append(a)
         lines[i] = _mark(line, m, a.state)
     settled = all(a.state != OPEN for a in answers)
