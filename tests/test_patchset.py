@@ -58,9 +58,9 @@ def test_symlink_creating_patch_is_refused(tmp_path):
 @pytest.mark.parametrize("text, message", [
     ("series: [\n", "not valid YAML"),
     ("- just a list\n", "must be a YAML mapping"),
-    ("title: t\nbug: b\nupstream: {url: u, ref: r}\nseries: []\n", "'series' must be a non-empty list"),
-    ("title: t\nbug: b\nupstream: {url: u, ref: r}\nseries: [missing.patch]\ntests: {}\ncontainer: {base: b, site_packages: s}\n", "does not exist"),
-    ("title: t\nbug: b\nupstream: {url: u}\nseries: [x]\n", "'ref' must be a non-empty string"),
+    ("title: t\nbug: b\nupstream: {url: u, ref: r}\nseries: []\n", r"patchset.yaml: series: must not be empty"),
+    ("title: t\nbug: b\nupstream: {url: u, ref: r}\nseries: [missing.patch]\ntests: {regression: []}\ncontainer: {base: b, site_packages: s}\n", "does not exist"),
+    ("title: t\nbug: b\nupstream: {url: u}\nseries: [x]\n", r"patchset.yaml: upstream.ref: is required"),
 ])
 def test_broken_metadata_is_refused(tmp_path, text, message):
     root = copy_root(tmp_path)

@@ -36,6 +36,7 @@ from git.objects.util import altz_to_utctz_str  # noqa: E402
 from gitdb import IStream  # noqa: E402
 from gitdb.util import hex_to_bin  # noqa: E402
 
+from . import identity  # noqa: E402
 from .errors import CommandError, NotFound, ToolMissing  # noqa: E402
 
 Sha = NewType("Sha", str)
@@ -141,6 +142,13 @@ def run_git(*args: str, cwd: str | os.PathLike | None = None, input: str | bytes
             check: bool = True, timeout: float | None = None) -> Result:
     """A git command outside any repository (clone, init, ls-remote)."""
     return _call(_Git(cwd), args, input=input, check=check, timeout=timeout)
+
+
+def check_ref_format(ref: str) -> bool:
+    """Whether git accepts ref as a full ref name, and it cannot be read as an option."""
+    if not ref or ref.startswith("-") or len(ref) > 1000 or any(ord(c) < 32 for c in ref):
+        return False
+    return run_git("check-ref-format", ref, check=False).returncode == 0
 
 
 @dataclass(frozen=True)
@@ -323,9 +331,14 @@ class Repo:
         Never git's guess from the host name: a sign-off or a commit must not carry an
         identity nobody chose.
         """
-        name = os.environ.get("GIT_COMMITTER_NAME") or self.config_get("user.name")
-        email = os.environ.get("GIT_COMMITTER_EMAIL") or self.config_get("user.email")
-        return Identity(name, email) if name and email else None
+        name_env, email_env = os.environ.get("GIT_COMMITTER_NAME"), os.environ.get("GIT_COMMITTER_EMAIL")
+        name = name_env or self.config_get("user.name")
+        email = email_env or self.config_get("user.email")
+        if not (name and email):
+            return None
+        source = " and ".join(("GIT_COMMITTER_NAME" if name_env else "git config user.name",
+                               "GIT_COMMITTER_EMAIL" if email_env else "git config user.email"))
+        return Identity(*identity.check(name, email, source))  # one line, no control characters
 
     # -- worktrees -----------------------------------------------------------------------------
     def worktrees(self) -> str:

@@ -2,15 +2,18 @@
 from __future__ import annotations
 
 import email
+import email.errors
 import email.policy
+import email.utils
 import re
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 import unidiff
-import yaml
 
+from . import schema as S
 from .errors import BadInput, NotFound
+from .git import check_ref_format
 from .model import (ChecklistAnswer, Container, FileChange, Hunk, Patch, PatchSet, PrIntent, Status, Tests, Upstream,
                     WaiverIntent)
 
@@ -25,56 +28,81 @@ def targets(root: Path) -> list[str]:
     return sorted(p.name for p in base.iterdir() if (p / METADATA).is_file()) if base.is_dir() else []
 
 
+_OUTCOMES = ("passed", "failed", "error", "skipped", "not_run")
+_COUNTS = S.record({k: S.optional(S.count(), 0) for k in _OUTCOMES})
+_EXPECTATION = S.record({"unpatched": S.optional(_COUNTS), "patched": S.optional(_COUNTS),
+                         "not_run": S.optional(S.boolean(), False)})
+_SERIES_ENTRY = S.one_of(S.string(), S.record({"file": S.string(), "tests_only": S.optional(S.boolean(), False)}))
+PATCHSET_SCHEMA = S.record({
+    "title": S.string(),
+    "bug": S.string(),
+    "upstream": S.record({"url": S.string(), "ref": S.string()}),
+    "branch": S.optional(S.string()),
+    "series": S.list_of(_SERIES_ENTRY, nonempty=True, limit=1000),
+    "status": S.optional(S.record({"forwarded": S.optional(S.scalar(), "no"),
+                                    "applied_upstream": S.optional(S.scalar())}), {}),
+    "verified_on": S.optional(S.list_of(S.mapping_of(S.string(), S.scalar())), []),
+    "tests": S.record({"regression": S.list_of(S.rel_path()), "neighbours": S.optional(S.list_of(S.rel_path()), [])}),
+    "expected": S.optional(S.mapping_of(S.string(), S.mapping_of(S.rel_path(), _EXPECTATION)), {}),
+    "container": S.record({"base": S.string(), "site_packages": S.string(), "package": S.optional(S.string(), "tensorrt_llm")}),
+    "extra_paths": S.optional(S.list_of(S.rel_path()), []),
+    "pr": S.optional(S.record({
+        "checklist": S.optional(S.list_of(S.record({"item": S.string(), "answer": S.string(), "why": S.string()}))),
+        "docs": S.optional(S.list_of(S.string()))}), {}),
+})
+WAIVERS_SCHEMA = S.record({
+    "waives_file": S.rel_path(),
+    "must_run": S.list_of(S.rel_path()),
+    "reason": S.string(),
+    "test_db": S.optional(S.rel_path(), "tests/integration/test_lists/test-db"),
+})
+
+
 def load(root: Path, target: str) -> PatchSet:
     """Load patches/<target> and waivers/<target>.yaml; BadInput on anything malformed."""
-    if not _TARGET_NAME.match(target or ""):
-        raise BadInput(f"invalid target name {target!r}")
+    if not _TARGET_NAME.match(target or "") or len(target) > 100:
+        raise BadInput(f"invalid target name {target[:100]!r}")
     set_dir = root / "patches" / target
     meta_file = set_dir / METADATA
     if not meta_file.is_file():
         known = ", ".join(targets(root)) or "none"
         raise NotFound(f"unknown target {target!r} (known: {known})")
-    meta = _yaml(meta_file)
     where = str(meta_file.relative_to(root))
+    meta = S.validate(_yaml(meta_file, where), PATCHSET_SCHEMA, where)
+    branch = meta.get("branch") or f"overlay/{target}"
+    check_branch_name(branch, f"{where}: branch")
 
-    upstream_meta = _mapping(meta, "upstream", where)
-    upstream = Upstream(url=_str(upstream_meta, "url", where), ref=_str(upstream_meta, "ref", where))
-    series = meta.get("series")
-    if not isinstance(series, list) or not series:
-        raise BadInput(f"{where}: 'series' must be a non-empty list of patch files")
     patches = []
-    for i, entry in enumerate(series):
+    for i, entry in enumerate(meta["series"]):
         if isinstance(entry, str):
-            entry = {"file": entry}
-        if not isinstance(entry, dict) or not isinstance(entry.get("file"), str):
-            raise BadInput(f"{where}: series[{i}] must name a patch file")
+            entry = {"file": entry, "tests_only": False}
         name = entry["file"]
-        if "/" in name or name.startswith("."):
+        if "/" in name or "\\" in name or name.startswith("."):
             raise BadInput(f"{where}: series[{i}]: {name!r} must be a file name inside {set_dir.name}/")
         path = set_dir / name
         if not path.is_file():
             raise BadInput(f"{where}: series[{i}]: {name} does not exist")
-        patches.append(parse_patch(path, tests_only=bool(entry.get("tests_only", False))))
+        patches.append(parse_patch(path, tests_only=entry["tests_only"]))
 
-    tests = _mapping(meta, "tests", where)
-    container = _mapping(meta, "container", where)
-    status = meta.get("status") or {}
+    tests, container, status = meta["tests"], meta["container"], meta["status"]
+    applied = status.get("applied_upstream")
     return PatchSet(
         target=target,
         root=set_dir,
-        upstream=upstream,
-        branch=meta.get("branch") or f"overlay/{target}",
-        bug=_str(meta, "bug", where),
-        title=_str(meta, "title", where),
+        upstream=Upstream(url=meta["upstream"]["url"], ref=meta["upstream"]["ref"]),
+        branch=branch,
+        bug=meta["bug"],
+        title=meta["title"],
         patches=tuple(patches),
-        status=Status(forwarded=str(status.get("forwarded", "no")), applied_upstream=status.get("applied_upstream")),
-        verified_on=tuple(meta.get("verified_on") or ()),
-        tests=Tests(regression=tuple(tests.get("regression") or ()), neighbours=tuple(tests.get("neighbours") or ())),
-        expected=meta.get("expected") or {},
-        container=Container(base=_str(container, "base", where), site_packages=_str(container, "site_packages", where),
-                            package=container.get("package", "tensorrt_llm")),
+        status=Status(forwarded=str(status.get("forwarded") or "no"),
+                      applied_upstream=None if applied is None else str(applied)),
+        verified_on=tuple(meta["verified_on"]),
+        tests=Tests(regression=tuple(tests["regression"]), neighbours=tuple(tests["neighbours"])),
+        expected=meta["expected"],
+        container=Container(base=container["base"], site_packages=container["site_packages"],
+                            package=container["package"]),
         waivers=_load_waiver_intent(root, target),
-        extra_paths=tuple(meta.get("extra_paths") or ()),
+        extra_paths=tuple(meta["extra_paths"]),
         pr=_load_pr(meta.get("pr") or {}, where),
     )
 
@@ -96,30 +124,49 @@ def _load_pr(data: Any, where: str) -> PrIntent:
     return PrIntent(tuple(answers), tuple(docs))
 
 
+def check_branch_name(branch: str, where: str) -> None:
+    """A branch name git accepts, that can never be read as an option."""
+    if branch.startswith("-") or not check_ref_format(f"refs/heads/{branch}"):
+        raise BadInput(f"{where}: {branch[:100]!r} is not a valid branch name")
+
+
 def parse_patch(path: Path, tests_only: bool = False) -> Patch:
     """Parse one git format-patch file; BadInput names the file and what is wrong."""
-    try:
-        raw = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise BadInput(f"{path.name}: not UTF-8 text") from None
+    raw = S.read_text(path, path.name)
     head, sep, rest = raw.partition("\n\n")
-    msg = email.message_from_string(head + "\n\n", policy=email.policy.default)
-    author, subject = msg.get("From"), msg.get("Subject")
-    if not sep or not author or not subject or not msg.get("Date"):
-        raise BadInput(f"{path.name}: not a git format-patch file (needs From, Date and Subject headers)")
+    if not sep:
+        raise BadInput(f"{path.name}: not a git format-patch file (no blank line after the headers)")
+    try:
+        msg = email.message_from_string(head + "\n\n", policy=email.policy.default)
+        author, subject, date = msg.get("From"), msg.get("Subject"), msg.get("Date")
+        if not author or not subject or not date:
+            raise BadInput(f"{path.name}: not a git format-patch file (needs From, Date and Subject headers)")
+        addresses = author.addresses
+        date_text = str(date)
+    except (ValueError, IndexError, TypeError, AttributeError, LookupError, email.errors.MessageError):
+        raise BadInput(f"{path.name}: unreadable mail headers") from None
+    if len(addresses) != 1 or not addresses[0].display_name or "@" not in addresses[0].addr_spec:
+        raise BadInput(f"{path.name}: From: must be one 'Name <email>', not {str(author)[:80]!r}")
+    addr = addresses[0]
+    name, mail = addr.display_name, addr.addr_spec
+    subject_text = " ".join(str(subject).split())
+    for label, value in (("From", name + mail), ("Date", date_text), ("Subject", subject_text)):
+        if any(ord(c) < 32 or c == "\x7f" for c in value):
+            raise BadInput(f"{path.name}: {label}: contains control characters")
+    if not _valid_date(date_text):
+        raise BadInput(f"{path.name}: Date: {date_text[:60]!r} is not an RFC 2822 date")
     diff_at = re.search(r"^diff --git ", rest, re.M)
     if not diff_at:
         raise BadInput(f"{path.name}: contains no diff")
     diff = rest[diff_at.start():]
     body = re.split(r"^---$", rest[: diff_at.start()], maxsplit=1, flags=re.M)[0]
     diff = re.sub(r"\n-- \n[^\n]*\n*$", "\n", diff)  # the format-patch signature, if any
-    addr = msg["From"].addresses[0]
     return Patch(
         file=path,
-        author_name=addr.display_name,
-        author_email=addr.addr_spec,
-        date=str(msg["Date"]),
-        subject=_SUBJECT_PREFIX.sub("", " ".join(str(subject).split())),
+        author_name=name,
+        author_email=mail,
+        date=date_text,
+        subject=_SUBJECT_PREFIX.sub("", subject_text),
         body=body.strip("\n") + "\n" if body.strip() else "",
         diff=diff,
         files=_parse_diff(path.name, diff),
@@ -127,11 +174,22 @@ def parse_patch(path: Path, tests_only: bool = False) -> Patch:
     )
 
 
+def _valid_date(text: str) -> bool:
+    """An RFC 2822 date with a zone, in a year git can store."""
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return False
+    return when.tzinfo is not None and 1970 <= when.year < 10000
+
+
 def _parse_diff(name: str, diff: str) -> tuple[FileChange, ...]:
     try:
         parsed = unidiff.PatchSet(diff)
     except unidiff.UnidiffParseError as exc:
-        raise BadInput(f"{name}: malformed diff: {exc}") from None
+        raise BadInput(f"{name}: malformed diff: {str(exc)[:200]}") from None
+    except (ValueError, IndexError, TypeError, AttributeError, KeyError):
+        raise BadInput(f"{name}: malformed diff") from None
     if not len(parsed):
         raise BadInput(f"{name}: contains no file changes")
     link = re.search(r"^(?:new file |deleted file |new |old )mode 120000", diff, re.M)
@@ -170,40 +228,14 @@ def _load_waiver_intent(root: Path, target: str) -> WaiverIntent | None:
     path = root / "waivers" / f"{target}.yaml"
     if not path.is_file():
         return None
-    data = _yaml(path)
     where = str(path.relative_to(root))
-    must_run = data.get("must_run")
-    if not isinstance(must_run, list) or not all(isinstance(t, str) for t in must_run):
-        raise BadInput(f"{where}: 'must_run' must be a list of test paths")
-    return WaiverIntent(
-        waives_file=_str(data, "waives_file", where),
-        must_run=tuple(must_run),
-        reason=_str(data, "reason", where),
-        test_db=str(data.get("test_db", "tests/integration/test_lists/test-db")),
-    )
+    data = S.validate(_yaml(path, where), WAIVERS_SCHEMA, where)
+    return WaiverIntent(waives_file=data["waives_file"], must_run=tuple(data["must_run"]), reason=data["reason"],
+                        test_db=data["test_db"])
 
 
-def _yaml(path: Path) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        line = getattr(getattr(exc, "problem_mark", None), "line", None)
-        at = f" line {line + 1}" if line is not None else ""
-        raise BadInput(f"{path.name}{at}: not valid YAML") from None
+def _yaml(path: Path, where: str) -> dict[str, Any]:
+    data = S.load_yaml(S.read_text(path, where), where, max_aliases=0)
     if not isinstance(data, dict):
-        raise BadInput(f"{path.name}: must be a YAML mapping")
+        raise BadInput(f"{where}: must be a YAML mapping")
     return data
-
-
-def _mapping(data: dict[str, Any], key: str, where: str) -> dict[str, Any]:
-    value = data.get(key)
-    if not isinstance(value, dict):
-        raise BadInput(f"{where}: '{key}' must be a mapping")
-    return value
-
-
-def _str(data: dict[str, Any], key: str, where: str) -> str:
-    value = data.get(key)
-    if not isinstance(value, str) or not value.strip():
-        raise BadInput(f"{where}: '{key}' must be a non-empty string")
-    return value

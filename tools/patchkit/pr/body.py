@@ -12,6 +12,7 @@ from pathlib import Path
 import jinja2
 
 from ..delta.compare import file_of, outcome_counts
+from .. import schema as S
 from ..errors import Conflict, NotFound
 from ..git import Repo, short_ref
 from ..model import PatchSet
@@ -39,12 +40,24 @@ class Body:
     notes: list[str] = field(default_factory=list)  # sections the template lacked, and where ours went
 
 
+_TREE = S.record({"tests": S.mapping_of(S.string(), S.string()),
+                  **{k: S.count() for k in ("passed", "failed", "error", "skipped", "not_run")}}, unknown=True)
+REPORT_SCHEMA = S.record({
+    "target": S.string(), "upstream_commit": S.string(), "upstream_ref": S.string(), "mode": S.string(),
+    "matches_expected": S.boolean(), "valid": S.optional(S.boolean(), True),
+    "unpatched": _TREE, "patched": _TREE,
+    **{k: S.list_of(S.string()) for k in ("fail_to_pass", "pass_to_pass", "pass_to_fail", "fail_to_fail")},
+    "not_run": S.optional(S.mapping_of(S.string(), S.string())),
+    "images": S.optional(S.mapping_of(S.string(), S.record({"name": S.optional(S.string())}, unknown=True))),
+}, unknown=True)
+
+
 def load_report(path: Path, ps: PatchSet, upstream_commit: str) -> dict:
     """The delta report for this target and commit, or an error that says to run make delta."""
     again = f"run make delta TRTLLM={ps.target}"
     if not path.is_file():
         raise NotFound(f"no delta report at {path}; {again}")
-    report = json.loads(path.read_text())
+    report = S.validate(S.load_json(path), REPORT_SCHEMA, str(path))
     if report.get("target") != ps.target:
         raise Conflict(f"{path} is the delta of {report.get('target')!r}, not {ps.target!r}; {again}")
     if report.get("upstream_commit") != upstream_commit:

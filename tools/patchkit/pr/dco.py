@@ -9,6 +9,7 @@ import re
 import time
 from dataclasses import dataclass, field
 
+from .. import identity
 from ..errors import BadInput, Conflict, NotFound
 from ..git import Identity, Repo
 
@@ -17,10 +18,7 @@ _IDENT = re.compile(r"^\s*(?P<name>[^<]*?)\s*<(?P<email>[^>]+)>\s*$")
 
 def parse_identity(text: str) -> Identity:
     """'Name <email>' -> Identity; BadInput otherwise."""
-    m = _IDENT.match(text or "")
-    if not m or not m["name"] or "@" not in m["email"]:
-        raise BadInput(f"SIGNOFF must look like 'Name <email>', not {text!r}")
-    return Identity(m["name"], m["email"])
+    return Identity(*identity.parse(text, "SIGNOFF"))
 
 
 def signoff_identity(repo: Repo, signoff: str | None) -> Identity:
@@ -88,8 +86,10 @@ def check_commit(repo: Repo, sha: str) -> tuple[bool, str | None]:
 
 def branch_commits(repo: Repo, branch: str, base: str | None) -> tuple[str, list[str]]:
     """The range checked (base..branch, or the commits on no remote branch or tag) and its commits, oldest first."""
-    if repo.rev_parse(branch) is None:
-        raise NotFound(f"branch {branch} is not in {repo.path}")
+    if branch.startswith("-") or repo.rev_parse(branch) is None:
+        raise NotFound(f"branch {branch[:100]} is not in {repo.path}")
+    if base is not None and (base.startswith("-") or repo.rev_parse(base) is None):
+        raise NotFound(f"base {base[:100]!r} is not a commit in {repo.path}")
     args = [f"{base}..{branch}"] if base else [branch, "--not", "--remotes", "--tags"]
     return " ".join(args), repo.commits(*args)
 

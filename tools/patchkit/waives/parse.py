@@ -21,9 +21,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-import yaml
 
 from ..errors import BadInput
+from ..schema import load_yaml
 
 MARKERS = ("XFAIL", "SKIP", "UNSTABLE", "TIMEOUT", "ISOLATION")  # upstream's search order
 WAIVING = frozenset({"SKIP", "XFAIL", "UNSTABLE", "TIMEOUT"})  # markers that make a line a waiver
@@ -167,10 +167,7 @@ def parse_test_db(text: str, file: str) -> list[Stage]:
     with parse_test_list_lines, so each entry follows the waives.txt line grammar
     ('unittest/x.py TIMEOUT (90)', 'unittest/y.py ISOLATION', 'dir -k "expr"').
     """
-    try:
-        data = yaml.safe_load(text) or {}
-    except yaml.YAMLError:
-        raise BadInput(f"{file}: not valid YAML") from None
+    data = load_yaml(text, file) or {}  # bounded: size, depth, aliases
     if not isinstance(data, dict):
         raise BadInput(f"{file}: must be a YAML mapping")
     stages = []
