@@ -101,11 +101,14 @@ def test_existing_tests_are_ticked_only_from_a_container_mode_report(upstream, c
     for tree in ("unpatched", "patched"):
         data[tree]["tests"][neighbour] = "passed"
     data["not_run"] = {}
+    data["builder"] = "podman"
+    data["images"] = {"unpatched": {"name": "registry.example/trtllm:1"}, "patched": {"name": "localhost/patchkit/trtllm:1-abc"}}
     report.write_text(json.dumps(data))
     res = make_pr(checkout, "main", tmp_path, report, signoff=SIGNOFF)
     assert f"- [x] {item}" in res.body
     assert f"`{neighbour}` (existing): 1 passed with the fix, none failed." in res.body
-    assert "in the base image and in the same image with the fix laid over its installed package" in res.body
+    assert ("in the base image `registry.example/trtllm:1` and in the same image with the fix laid over its installed "
+            "package (`localhost/patchkit/trtllm:1-abc`), run with podman." in res.body)
 
 
 def facts(**kw) -> checklist.Facts:

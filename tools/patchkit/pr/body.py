@@ -28,7 +28,7 @@ _HOW = {
     "source": ("outside any TensorRT-LLM installation: the modules the fix changes were loaded from the tree, with "
                "placeholders standing in for what those modules import and the machine lacks (torch, "
                "the compiled bindings); a test file that imports those itself could not run there."),
-    "container": "in the base image{base} and in the same image with the fix laid over its installed package.",
+    "container": "in the base image{base} and in the same image with the fix laid over its installed package{patched}{builder}.",
 }
 
 
@@ -90,7 +90,8 @@ def context(ps: PatchSet, report: dict, files: list[str], waiver: str | None) ->
                    else f"{p['passed']} passed, {p['failed']} failed, {p['error']} errors with the fix")
         neighbours.append({"file": f, "summary": summary, "why": why,
                            "ok": bool(p["passed"]) and not (p["failed"] or p["error"] or p["not_run"])})
-    base = (report.get("images") or {}).get("unpatched", {}).get("name")
+    images = report.get("images") or {}
+    base, patched = (images.get(t, {}).get("name") for t in ("unpatched", "patched"))
     unpatched_tree = ("upstream plus the new tests" if any(p.tests_only for p in ps.patches) else "upstream as it is")
     return {
         "summary": " ".join(p.subject.split("] ", 2)[-1] for p in fixes) + ".",
@@ -98,7 +99,9 @@ def context(ps: PatchSet, report: dict, files: list[str], waiver: str | None) ->
         "ticket": ticket(ps), "files": files, "regression": regression, "neighbours": neighbours,
         "ref": short_ref(report["upstream_ref"]),
         "commit": report["upstream_commit"][:12], "target": ps.target, "mode": report["mode"],
-        "how": _HOW.get(report["mode"], f"in {report['mode']} mode.").format(base=f" `{base}`" if base else ""),
+        "how": _HOW.get(report["mode"], f"in {report['mode']} mode.").format(
+            base=f" `{base}`" if base else "", patched=f" (`{patched}`)" if patched else "",
+            builder=f", run with {report['builder']}" if report.get("builder") else ""),
         "unpatched_tree": unpatched_tree,
         "unpatched": report["unpatched"], "patched": report["patched"],
         "counts": {k: len(report[k]) for k in ("fail_to_pass", "pass_to_pass", "pass_to_fail", "fail_to_fail")},
