@@ -18,6 +18,7 @@ from .container import build as cbuild
 from .container.testbase import make_base
 from .delta import command as delta_cmd
 from .git import Repo, clone
+from .waives.bench import render_waiver_bench, waiver_bench  # noqa: F401 (make bench runs it)
 
 
 @dataclass(frozen=True)

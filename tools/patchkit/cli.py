@@ -144,8 +144,10 @@ def _dispatch(args: argparse.Namespace) -> str | tuple[str, ExitCode]:
         res = bench.clone_bench(root, args.workdir.resolve(), args.files, args.commits)
         dres = bench.delta_bench(root, args.workdir.resolve())
         cres = bench.container_bench(root, args.workdir.resolve())
-        return render.as_json([res, dres, cres]) if args.json else "\n".join(
-            [bench.render_bench(res), bench.render_delta_bench(dres), bench.render_container_bench(cres)])
+        wres = bench.waiver_bench(root, args.workdir.resolve())
+        return render.as_json([res, dres, cres, wres]) if args.json else "\n".join(
+            [bench.render_bench(res), bench.render_delta_bench(dres), bench.render_container_bench(cres),
+             bench.render_waiver_bench(wres)])
     if args.command == "demo":
         res = demo.run(root, args.workdir.resolve(), args.signoff)
         return _verdict(render.as_json(res) if args.json else demo.render_demo(res), res.ok)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from .parse import Entry, Stage, split_name
+from .parse import WAIVING, Entry, Stage, split_name
 
 
 def ci_item(test: str) -> str:
@@ -76,16 +76,6 @@ class Matcher:
 
     def __init__(self, entries: list[Entry], stages: list[Stage]) -> None:
         self.stages = list(stages)
-        self._outer: dict[str, list[Entry]] = defaultdict(list)  # CI item name -> its waiver lines
-        self._inner: dict[str, list[Entry]] = defaultdict(list)  # test file -> lines naming it or a test in it
-        for e in entries:
-            if not e.is_waiver:
-                continue
-            test = e.test
-            self._outer[test].append(e)
-            paths, selector = split_name(test)
-            if "unittest/" in test and selector is None and paths == (test,):
-                self._inner[file_of(test)].append(e)
         # a file or directory -> (stage index, item, the item's path that names it, the item's options)
         self._items: dict[str, list[tuple[int, str, str, str | None]]] = defaultdict(list)
         for si, s in enumerate(self.stages):
@@ -93,6 +83,19 @@ class Matcher:
                 paths, selector = split_name(item)
                 for p in paths:
                     self._items[file_of(p).rstrip("/")].append((si, item, p, selector))
+        listed = {item for s in self.stages for item in s.items}
+        self._outer: dict[str, list[Entry]] = defaultdict(list)  # CI item name -> its waiver lines
+        self._inner: dict[str, list[Entry]] = defaultdict(list)  # test file -> lines naming it or a test in it
+        for e in entries:
+            if e.kind not in WAIVING:
+                continue
+            test = e.test
+            if test in listed:
+                self._outer[test].append(e)
+            if "unittest/" in test:
+                paths, selector = split_name(test)
+                if selector is None and paths == (test,):
+                    self._inner[file_of(test)].append(e)
 
     def hits(self, test_file: str) -> list[Hit]:
         """Which waiver lines skip test_file ('unittest/...py'), at which level, in which stages."""

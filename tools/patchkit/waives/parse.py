@@ -46,22 +46,12 @@ class Entry:
     reason: str | None = None  # upstream's reason (text up to the first ')')
     timeout: int | None = None  # TIMEOUT (n): minutes
     tail: str = ""  # the line's text from the marker on (marker, reason, comment), for new lines
+    hardware: str | None = None  # the <hw> of a full:<hw>/ prefix
+    test: str = ""  # the name without its full:<hw>/ prefix: the CI item the line names
 
     @property
     def is_waiver(self) -> bool:
         return self.kind in WAIVING
-
-    @property
-    def hardware(self) -> str | None:
-        """The <hw> of a full:<hw>/ prefix."""
-        m = _FULL.match(self.name or "")
-        return m.group(2) if m else None
-
-    @property
-    def test(self) -> str:
-        """The test name without its full:<hw>/ prefix: the CI item the line names."""
-        m = _FULL.match(self.name or "")
-        return m.group(3) if m else (self.name or "")
 
     @property
     def paths(self) -> tuple[str, ...]:
@@ -73,8 +63,16 @@ class Entry:
         return split_name(self.test)[1]
 
 
+_OPTION = re.compile(r"(?:^|\s)-")
+
+
 def split_name(test: str) -> tuple[tuple[str, ...], str | None]:
     """'a.py b/ -k "x y"' -> (('a.py', 'b/'), '-k "x y"'): paths, then options (outside brackets)."""
+    if "[" not in test:  # the common case, without a scan by hand
+        m = _OPTION.search(test)
+        if m is None:
+            return tuple(test.split()), None
+        return tuple(test[:m.start()].split()), test[m.start():].strip()
     paths: list[str] = []
     i, n = 0, len(test)
     while i < n:
@@ -95,30 +93,45 @@ def split_name(test: str) -> tuple[tuple[str, ...], str | None]:
     return tuple(paths), None
 
 
-def parse_line(line: str, lineno: int, name: str, end: str = "\n") -> Entry:
-    """One line, as upstream's parse_test_line reads it; refusals carry upstream's reason."""
+def _mako(line: str, lineno: int, name: str) -> None:
     if _MAKO.search(line):
         raise BadInput(f"{name}:{lineno}: Mako template syntax, which upstream renders before parsing "
                        "and patchkit does not evaluate; render the file first")
+
+
+def _entry(lineno: int, line: str, end: str, test_name: str, kind: str | None = None, reason: str | None = None,
+           timeout: int | None = None, tail: str = "") -> Entry:
+    m = _FULL.match(test_name) if test_name.startswith("full:") else None
+    hardware, test = (m.group(2), m.group(3)) if m else (None, test_name)
+    return Entry(lineno, line, end, test_name, kind, reason, timeout, tail, hardware, test)
+
+
+def parse_line(line: str, lineno: int, name: str, end: str = "\n", mako_checked: bool = False) -> Entry:
+    """One line, as upstream's parse_test_line reads it; refusals carry upstream's reason."""
+    if not mako_checked:
+        _mako(line, lineno, name)
     content = line.partition("#")[0]
     stripped = content.strip()
     if not stripped:
         return Entry(lineno, line, end)
-    lead = len(content) - len(content.lstrip())
     for marker in MARKERS:
-        at = stripped.find(f" {marker}")
+        at = stripped.find(" " + marker)
         if at < 0:
             continue
         test_name = stripped[:at].strip()
         reason_raw = stripped[at + 1 + len(marker):]
-        tail = line[lead + at + 1:]
+        tail = line[len(content) - len(content.lstrip()) + at + 1:]
         if marker == "TIMEOUT":
             m = _STRIP_PARENS.match(reason_raw.strip())
             value = m.group(1) if m else None
-            if not value or not value.isdigit():
+            try:
+                minutes = int(value) if value and value.isdigit() else None
+            except ValueError:  # a digit int() does not read ('²'): upstream fails there too
+                minutes = None
+            if minutes is None:
                 raise BadInput(f'{name}:{lineno}: Invalid syntax for TIMEOUT value: "{reason_raw}". '
                                "Expected a numeric value in parentheses.")
-            return Entry(lineno, line, end, test_name, marker, None, int(value), tail)
+            return _entry(lineno, line, end, test_name, marker, None, minutes, tail)
         reason = None
         if marker != "ISOLATION" and reason_raw:
             m = _STRIP_PARENS.match(reason_raw.strip())
@@ -126,19 +139,27 @@ def parse_line(line: str, lineno: int, name: str, end: str = "\n") -> Entry:
             if not reason:
                 raise BadInput(f'{name}:{lineno}: Invalid syntax for reason: "{reason_raw}". '
                                "Did you forget to add parentheses?")
-        return Entry(lineno, line, end, test_name, marker, reason, None, tail)
-    return Entry(lineno, line, end, stripped)
+        return _entry(lineno, line, end, test_name, marker, reason, None, tail)
+    return _entry(lineno, line, end, stripped)
 
 
-def _pieces(text: str) -> list[tuple[str, str]]:
+_EXOTIC_BREAK = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+_MAKO_ANYWHERE = re.compile(r"%|\$\{|\\$", re.M)  # cheap screen: no line can be Mako without these
+
+
+def split_lines(text: str) -> list[tuple[str, str]]:
     """(line, ending) pairs, split where str.splitlines splits; the last piece has ending ''."""
+    if not _EXOTIC_BREAK.search(text):
+        lines = text.split("\n")
+        return [(line, "\n") for line in lines[:-1]] + [(lines[-1], "")]
     parts = _BREAK.split(text)
     return [(parts[i], parts[i + 1] if i + 1 < len(parts) else "") for i in range(0, len(parts), 2)]
 
 
 def parse_waives(text: str, name: str = "waives.txt") -> list[Entry]:
     """Every line of a test list as an Entry (blanks and comments too, for a byte-exact round trip)."""
-    return [parse_line(line, n, name, end) for n, (line, end) in enumerate(_pieces(text), start=1)]
+    screened = not _MAKO_ANYWHERE.search(text)
+    return [parse_line(line, n, name, end, screened) for n, (line, end) in enumerate(split_lines(text), start=1)]
 
 
 def render(entries: list[Entry]) -> str:

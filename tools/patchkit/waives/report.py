@@ -7,7 +7,7 @@ from ..git import Repo
 from ..model import PatchSet
 from .edit import compute, load_stages, read_waives
 from .match import Matcher
-from .narrow import Narrowing, test_id
+from .narrow import Narrowing, gc_paused, test_id
 from .parse import parse_waives
 
 
@@ -41,7 +41,8 @@ def report(ps: PatchSet, repo: Repo, ref: str) -> WaiverReport:
 
 
 def _per_test(tests: list[str], text: str, stages, name: str) -> list[TestWaivers]:
-    matcher = Matcher(parse_waives(text, name), stages)
+    with gc_paused():
+        matcher = Matcher(parse_waives(text, name), stages)
     out = []
     for t in tests:
         tw = TestWaivers(t)
