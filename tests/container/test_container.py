@@ -209,3 +209,15 @@ def test_push_before_build_says_how_to_build(tmp_path, capsys):
     assert code == 4 and capsys.readouterr().err == (
         f"patchkit: error: {cbuild.image_name(ps, 'localhost/never-built:1')} is not in buildah's store; build it "
         "first: make container TRTLLM=rc25 BASE=localhost/never-built:1 BUILDER=buildah\n")
+
+
+def test_delta_in_an_image_without_python_is_invalid_and_says_why(bases, miniature_template, tmp_path, capsys):
+    good, _ = bases  # busybox and the package: no Python
+    build(tmp_path, good, upstream=miniature_template)
+    code = main(["--root", str(ROOT), "delta", "--target", "rc25", "--src", str(miniature_template), "--mode",
+                 "container", "--base", good, "--builder", "buildah", "--report", str(tmp_path / "r.json")])
+    out = capsys.readouterr().out
+    assert code == 1
+    for name, image in (("unpatched", good), ("patched", cbuild.image_name(patchset.load(ROOT, "rc25"), good))):
+        assert (f"INVALID: {name}: pytest wrote no outcomes (exit 1): in {image}: process failed to start with error: "
+                'exec: "python3": executable file not found in $PATH\n') in out

@@ -57,6 +57,7 @@ class Builder(Protocol):
 _ERROR = re.compile(r"^(?:Error(?: response from daemon)?|error|ERROR|ERRO\[\d+\]|FATA\[\d+\]):?\s+(.*)$")
 _STEP = re.compile(r"^STEP (\d+/\d+): (.*)$")
 _EXITED = re.compile(r"(process exited with error|subprocess exited with status).*$")
+_EXIT_STATUS = re.compile(r"^Error: exit status \d+$")
 _LOGRUS = re.compile(r'level=(?:error|fatal) msg="((?:[^"\\]|\\.)*)"')
 
 
@@ -189,9 +190,13 @@ class Buildah(_Cli):
         except CommandError as exc:
             raise NotFound(f"cannot start {image} with buildah: {reason(exc)}") from exc
         try:
-            return proc.run(["buildah", "run", "--isolation", "chroot", *(a for m in mounts for a in ("-v", m.spec())),
-                             "--workingdir", workdir, *(a for k, v in env.items() for a in ("--env", f"{k}={v}")),
-                             ctr, "--", *argv], check=False)
+            res = proc.run(["buildah", "run", "--isolation", "chroot", *(a for m in mounts for a in ("-v", m.spec())),
+                            "--workingdir", workdir, *(a for k, v in env.items() for a in ("--env", f"{k}={v}")),
+                            ctr, "--", *argv], check=False)
+            # buildah's own epilogue ("subprocess exited with status 1", "Error: exit status 1")
+            # says nothing the exit code does not; what the process said is what counts.
+            said = [_EXITED.sub("", ln).rstrip() for ln in res.stderr.splitlines() if not _EXIT_STATUS.match(ln.strip())]
+            return proc.Result(res.cmd, res.returncode, res.stdout, "\n".join(ln for ln in said if ln))
         finally:
             self._run("rm", ctr, check=False)
 

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +15,6 @@ if TYPE_CHECKING:
     from ..container.builders import Builder, Mount
 
 PLUGIN_DIR = Path(__file__).resolve().parent
-_EPILOGUE = re.compile(r"^(Error: )?(subprocess )?exit(ed with)? status \d+$")
 CONTAINER_TREE, CONTAINER_PLUGIN, CONTAINER_OUT = "/patchkit/tree", "/patchkit/plugin", "/patchkit/out"
 
 
@@ -102,10 +100,11 @@ class ContainerRunner:
         # only compete for the same disk.
         results = [self.builder.run(j.image, self.argv(j, tests), mounts=self.mounts(j), workdir=CONTAINER_TREE,
                                     env={"PYTHONPATH": CONTAINER_PLUGIN}) for j in jobs]
-        # The builder's own epilogue ("Error: exit status 1") says nothing: pytest's last words do.
-        return [_read(j, r.returncode, "\n".join(ln for ln in (r.stdout + "\n" + r.stderr).splitlines()
-                                                 if not _EPILOGUE.match(ln.strip())))
-                for j, r in zip(jobs, results)]
+        runs = [_read(j, r.returncode, r.stdout + "\n" + r.stderr) for j, r in zip(jobs, results)]
+        for j, run in zip(jobs, runs):
+            if run.stderr:
+                run.stderr = f"in {j.image}: {run.stderr}"
+        return runs
 
 
 def _read(job: Job, returncode: int, output: str = "") -> TreeRun:
