@@ -65,7 +65,8 @@ def check(sets: list[PatchSet], *, src: Path) -> list[TargetCheck]:
         plain = series.apply_series(repo, base, ps.patches, stop_on_conflict=False)
         outcomes = plain.outcomes
         if not plain.ok:
-            merged = series.apply_series(repo, base, ps.patches, threeway=True, stop_on_conflict=False)
+            merged = series.apply_series(repo, base, ps.patches, threeway=True, stop_on_conflict=False,
+                                         merge_bases=[ps.upstream.recorded_base])
             # A merged patch keeps the drift its plain probe found: it says what 3-way got past.
             outcomes = [series.Outcome(m.patch, m.status, m.commit, p.drift)
                         if p.status == series.CONFLICT and m.status == series.THREEWAY else p

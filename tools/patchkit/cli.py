@@ -9,7 +9,7 @@ import tempfile
 import traceback
 from pathlib import Path
 
-from . import __version__, apply as apply_mod, bench, check as check_mod, demo, miniature, patchset, render
+from . import __version__, progress, apply as apply_mod, bench, check as check_mod, demo, miniature, patchset, render
 from .container import build as cbuild
 from .delta import command as delta_cmd
 from .git import Repo
@@ -38,6 +38,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--root", type=Path, help="project directory holding patches/ and waivers/")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("-v", "--verbose", action="store_true")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr (shown only on a terminal)")
     sub = p.add_subparsers(dest="command", required=True)
 
     def target_cmd(name: str, help: str) -> argparse.ArgumentParser:
@@ -103,6 +104,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(name)s: %(message)s")
+    progress.set_quiet(args.quiet)
     try:
         out = _dispatch(args)
         text, code = out if isinstance(out, tuple) else (out, ExitCode.OK)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ from git.objects.util import altz_to_utctz_str  # noqa: E402
 from gitdb import IStream  # noqa: E402
 from gitdb.util import hex_to_bin  # noqa: E402
 
-from . import identity  # noqa: E402
+from . import identity, progress  # noqa: E402
 from .errors import CommandError, NotFound, ToolMissing  # noqa: E402
 
 Sha = NewType("Sha", str)
@@ -369,9 +370,89 @@ class Repo:
     def is_shallow(self) -> bool:
         return self._out("rev-parse", "--is-shallow-repository") == "true"
 
-    def fetch_unshallow(self) -> bool:
-        """Fetch the history a shallow clone lacks; False when the remote cannot give it."""
-        return self._run("fetch", "-q", "--unshallow", check=False).returncode == 0
+    # -- fetching on demand: one commit's worth, never the history between -----------------------
+    def is_partial(self) -> bool:
+        """A partial clone: origin promises the objects left out, and lazily fetches them."""
+        return self.config_get("remote.origin.promisor") == "true"
+
+    def present_commit(self, rev: str) -> Sha | None:
+        """The commit rev names if it is here, without fetching it: in a partial clone,
+        rev-parse of a missing commit id fetches it lazily, with all of its history."""
+        res = self._run("rev-list", "-n1", "--no-walk", "--missing=allow-any", "--end-of-options", rev, check=False)
+        return Sha(res.text.strip()) if res.returncode == 0 and res.text.strip() else None
+
+    def fetch_commit(self, rev: str) -> Sha | None:
+        """Make rev (a commit id, or a tag or branch name on origin) present with its trees.
+
+        In a shallow clone it comes at depth 1, with the clone's filter: one commit and the
+        trees that differ from what is here, not the history in between. None when origin
+        has no such commit (or there is no origin).
+        """
+        have = self.present_commit(rev)
+        if have is not None or not self.config_get("remote.origin.url"):
+            return have
+        args = ["fetch", "--no-tags", "--no-write-fetch-head"] + (["--depth", "1"] if self.is_shallow() else [])
+        filt = self.config_get("remote.origin.partialclonefilter")
+        if filt:
+            args.append(f"--filter={filt}")
+        # A name is fetched into FETCH_HEAD's place below refs/patchkit/ only for the moment of
+        # reading its id: the user's refs are not ours to add to.
+        tmp = "refs/patchkit/fetched"
+        res = _transfer(self._runner, [*args, "origin", f"+{rev}:{tmp}"], f"fetching {rev} (one commit)", check=False)
+        if res.returncode != 0:
+            return None
+        sha = self.present_commit(tmp)
+        self._run("update-ref", "-d", tmp)
+        return sha
+
+    def deepen(self, commits: int) -> bool:
+        """commits more of history behind a shallow clone's edge; False when there is no more."""
+        before = self._out("rev-list", "--count", "--all")
+        res = _transfer(self._runner, ["fetch", "--no-tags", f"--deepen={commits}", "origin"],
+                        f"fetching {commits} more commits of history", check=False)
+        return res.returncode == 0 and self._out("rev-list", "--count", "--all") != before
+
+    def fetch_ref(self, ref: str) -> bool:
+        """A ref that a single-ref clone lacks, at depth 1 in a shallow one, under the name a
+        clone of it would give it (refs/tags/x or refs/remotes/origin/x); False when origin has none."""
+        listed = self._run("ls-remote", "origin", f"refs/tags/{ref}", f"refs/heads/{ref}", check=False)
+        names = [line.split("\t", 1)[1] for line in listed.text.splitlines() if "\t" in line]
+        if listed.returncode != 0 or not names:
+            return False
+        name = min(names)  # refs/heads/ sorts before refs/tags/; a tag wins over a branch, as in ref_candidates
+        name = next((n for n in names if n.startswith("refs/tags/")), name)
+        local = name if name.startswith("refs/tags/") else "refs/remotes/origin/" + name[len("refs/heads/"):]
+        args = ["fetch", "--no-tags"] + (["--depth", "1"] if self.is_shallow() else [])
+        return _transfer(self._runner, [*args, "origin", f"+{name}:{local}"], f"fetching {ref}",
+                         check=False).returncode == 0
+
+    def sparse_checkout_add(self, paths: Iterable[str]) -> None:
+        """Widen a sparse checkout by these paths (non-cone patterns, anchored at the top)."""
+        if self._run("config", "--bool", "core.sparseCheckout", check=False).text.strip() != "true":
+            return
+        self._run("sparse-checkout", "add", "--stdin", input="".join(f"/{p}\n" for p in sorted(set(paths))))
+
+    def object_stats(self) -> "ObjectStats":
+        """What the object store holds: objects, their bytes as packed or loose, and the packs'
+        bytes (in a clone, what was received: git stores fetched packs as they arrive)."""
+        kv = dict(line.split(": ", 1) for line in self._out("count-objects", "-v").splitlines() if ": " in line)
+        packs = sorted(self.git_path("objects/pack").glob("*.pack"))
+        return ObjectStats(int(kv.get("in-pack", 0)), sum(p.stat().st_size for p in packs), len(packs),
+                           int(kv.get("count", 0)))
+
+    def commit_objects(self, rev: str, paths: Iterable[str] = ()) -> list[str]:
+        """The objects a checkout of rev needs at the least: the commit, all of its trees, and
+        the blobs at paths (the limit a one-commit fetch can reach)."""
+        out = self._run("ls-tree", "-r", "-t", "-z", rev).text
+        trees = [rec.split(" ")[2].split("\t")[0] for rec in out.split("\0") if rec and rec.split(" ")[1] == "tree"]
+        want = set(paths)
+        blobs = [meta.split(" ")[2] for meta, _, name in (rec.partition("\t") for rec in out.split("\0") if rec)
+                 if name in want and meta.split(" ")[1] == "blob"]
+        return [self._out("rev-parse", f"{rev}^{{commit}}"), self._out("rev-parse", f"{rev}^{{tree}}"), *trees, *blobs]
+
+    def packed_size(self, objects: Sequence[str]) -> int:
+        """The bytes of one pack holding exactly these objects, as a server would send them."""
+        return len(self._run("pack-objects", "--stdout", input="".join(f"{o}\n" for o in objects)).stdout)
 
     def commit_info(self, rev: str) -> CommitInfo:
         """Parents, author, committer, tree and message of a commit, from the object database."""
@@ -486,7 +567,8 @@ class Repo:
         self._run("archive", "--format=tar", "-o", str(tar), rev, "--", *paths)
 
     def fast_import(self, stream: str | bytes) -> None:
-        self._run("fast-import", "--quiet", input=stream)
+        # Blobs over 1 MiB (generated binaries) are stored without trying to delta them.
+        self._run("fast-import", "--quiet", "--big-file-threshold=1m", input=stream)
 
     def force_checkout(self, rev: str) -> None:
         """Check out rev, overwriting tracked files (a generated repository, never a user's)."""
@@ -582,36 +664,95 @@ def resolve_target_ref(repo: Repo, ref: str) -> tuple[str, Sha]:
     raise NotFound(f"{ref} is not in {repo.path}; run: git -C {repo.path} fetch origin {ref}")
 
 
-def init(path: Path, branch: str = "main") -> Repo:
+def init(path: Path, branch: str = "main", bare: bool = False) -> Repo:
     """A new repository at path with branch as its unborn HEAD."""
-    run_git("init", "-q", "-b", branch, str(path))
+    run_git("init", "-q", *(["--bare"] if bare else []), "-b", branch, str(path))
     return Repo(path)
+
+
+@dataclass(frozen=True)
+class ObjectStats:
+    objects: int  # in packs: in a clone, the objects received
+    pack_bytes: int  # the packs as received
+    packs: int
+    loose: int  # objects written here (commits and trees of the series, ...)
+
+
+def _transfer(runner: _Git, args: Sequence[str], what: str, *, check: bool = True) -> Result:
+    """clone or fetch. When progress is shown, git's own progress goes to our stderr as git
+    draws it (while its messages are still kept for the error); otherwise git is quiet."""
+    with progress.step(what):
+        if not progress.enabled():
+            return _call(runner, [args[0], "-q", *args[1:]], check=check)
+        return _call_showing_progress(runner, args, check)
+
+
+def _call_showing_progress(runner: _Git, args: Sequence[str], check: bool) -> Result:
+    cmd = ["git", args[0], "--progress", *[str(a) for a in args[1:]]]
+    try:
+        with _without_redirects():
+            child = runner.execute(cmd, as_process=True, with_stdout=False)
+    except GitCommandNotFound as exc:
+        raise ToolMissing("git is not installed or not on PATH") from exc
+    kept = bytearray()
+    while chunk := child.proc.stderr.read1(65536):
+        sys.stderr.buffer.write(chunk)
+        sys.stderr.flush()
+        kept += chunk
+        del kept[:-65536]
+    status = child.proc.wait()
+    # Progress lines end in CR; keep only git's messages for an error.
+    err = "\n".join(part for line in kept.decode("utf-8", "replace").splitlines()
+                    for part in [line.rsplit("\r", 1)[-1]] if part and "%" not in part)
+    result = Result(tuple(cmd), status, b"", err)
+    if check and status != 0:
+        raise GitError(cmd, status, "", err, None if runner._working_dir is None else str(runner._working_dir))
+    return result
+
+
+def _as_url(url: str) -> tuple[str, bool]:
+    """(url, local): a local path becomes a file:// URL, so that git transfers it as it would
+    from a server (a plain path is hard-linked whole, ignoring --depth and --filter)."""
+    if "://" not in url and Path(url).exists():
+        return Path(url).resolve().as_uri(), True
+    return url, url.startswith("file://")
 
 
 def clone(url: str, dest: Path) -> Repo:
     """A full clone (every object copied, even from a local path)."""
-    run_git("clone", "-q", "--no-local", url, str(dest))
+    _transfer(_Git(None), ["clone", "--no-local", url, str(dest)], f"cloning {url} (full)")
     return Repo(dest)
 
 
-def partial_clone(url: str, dest: Path, ref: str, sparse_paths: Iterable[str]) -> Repo:
-    """A blobless, single-ref clone with only sparse_paths checked out.
+def partial_clone(url: str, dest: Path, ref: str, sparse_paths: Iterable[str], *, depth: int | None = 1,
+                  filter: str = "blob:none") -> Repo:
+    """One commit of ref (depth 1) with its trees, and only the blobs of sparse_paths.
+
+    History comes later, on demand, and only as much as needed (Repo.fetch_commit, deepen).
+    Measured on make bench's generated upstream (15,000 files, 5,000 commits): blob:none at
+    depth 1 receives one commit's trees and nothing else, the limit for a checkout; tree:0
+    receives no trees at first, but git's lazy fetch of the first missing tree asks for it
+    with blob:none, i.e. for all trees below it, one round trip per tree, so it ends with the
+    same trees, more slowly. depth=None, filter='blob:none' is the old clone with the ref's
+    whole history (make bench compares them).
 
     A local upstream (a path or file://) is served by an upload-pack that reads only that
     repository's own config, which rarely allows filters: git then silently sends every
     blob. So for local URLs we name an upload-pack that allows them, for the clone and for
-    the lazy blob fetches after it, as GitHub does for everyone.
+    the lazy fetches after it, as GitHub does for everyone.
     """
-    local = "://" not in url or url.startswith("file://")
+    url, local = _as_url(url)
     pack = ["--upload-pack", LOCAL_UPLOAD_PACK] if local else []
+    shallow = ["--depth", str(depth)] if depth else []
     try:
-        run_git("clone", *pack, "-q", "--filter=blob:none", "--no-checkout", "--single-branch",
-                "--branch", ref, url, str(dest))
+        _transfer(_Git(None), ["clone", *pack, f"--filter={filter}", *shallow, "--no-checkout", "--single-branch",
+                               "--branch", ref, url, str(dest)], f"cloning {ref} from {url}")
     except GitError as exc:
         raise NotFound(f"cannot clone {ref} from {url}: {exc.first_line()}") from exc
     repo = Repo(dest)
     if local:
         repo.config_set("remote.origin.uploadpack", LOCAL_UPLOAD_PACK)
     repo.sparse_checkout(sparse_paths)
-    repo.checkout(ref)
+    with progress.step(f"checking out {ref} (only the set's paths)"):
+        repo.checkout(ref)
     return repo

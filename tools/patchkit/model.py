@@ -2,9 +2,23 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
+
+
+PYTEST_CONFIG = ("conftest.py", "pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+
+
+def pytest_config_on_the_way(tests: Iterable[str]) -> set[str]:
+    """The files pytest may read for these tests: a conftest.py in every directory from the top
+    down to each test, and the ini files it looks for in the same directories."""
+    out = set()
+    for t in tests:
+        parts = PurePosixPath(t).parts[:-1]
+        out |= {"/".join(parts[:i] + (f,)) for i in range(len(parts) + 1) for f in PYTEST_CONFIG}
+    return out
 
 
 @dataclass(frozen=True)
@@ -58,6 +72,12 @@ class Patch:
 class Upstream:
     url: str
     ref: str
+    base: str = ""  # the commit (or tag) the series was made on: THREEWAY's merge base
+
+    @property
+    def recorded_base(self) -> str:
+        """Where the series applies as written: the recorded base, else the ref itself (a tag)."""
+        return self.base or self.ref
 
 
 @dataclass(frozen=True)
@@ -140,11 +160,13 @@ class PatchSet:
 
     @property
     def sparse_paths(self) -> tuple[str, ...]:
-        """What a sparse checkout needs: touched files, the waiver file, declared extras."""
+        """What a sparse checkout needs: touched files, tests, the waiver and test-db files,
+        declared extras, and the pytest configuration on the way to the tests."""
         extra = list(self.extra_paths) + list(self.tests.all)
         if self.waivers:
             extra += [self.waivers.waives_file, self.waivers.test_db]
-        return tuple(sorted(set(self.touched_paths) | set(extra)))
+        tests = [p for p in self.touched_paths if PurePosixPath(p).name.startswith("test_")] + list(self.tests.all)
+        return tuple(sorted(set(self.touched_paths) | set(extra) | pytest_config_on_the_way(tests)))
 
     @property
     def content_hash(self) -> str:

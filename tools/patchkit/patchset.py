@@ -36,7 +36,7 @@ _SERIES_ENTRY = S.one_of(S.string(), S.record({"file": S.string(), "tests_only":
 PATCHSET_SCHEMA = S.record({
     "title": S.string(),
     "bug": S.string(),
-    "upstream": S.record({"url": S.string(), "ref": S.string()}),
+    "upstream": S.record({"url": S.string(), "ref": S.string(), "base": S.optional(S.string(), "")}),
     "branch": S.optional(S.string()),
     "series": S.list_of(_SERIES_ENTRY, nonempty=True, limit=1000),
     "status": S.optional(S.record({"forwarded": S.optional(S.scalar(), "no"),
@@ -89,7 +89,7 @@ def load(root: Path, target: str) -> PatchSet:
     return PatchSet(
         target=target,
         root=set_dir,
-        upstream=Upstream(url=meta["upstream"]["url"], ref=meta["upstream"]["ref"]),
+        upstream=Upstream(url=meta["upstream"]["url"], ref=meta["upstream"]["ref"], base=meta["upstream"]["base"]),
         branch=branch,
         bug=meta["bug"],
         title=meta["title"],

@@ -11,10 +11,11 @@ from __future__ import annotations
 import contextlib
 import difflib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import progress
 from .errors import Conflict
 from .git import Identity, Index, Repo, Sha
 from .model import Patch
@@ -164,18 +165,21 @@ def apply_series(repo: Repo, base: Sha, patches: Sequence[Patch], *, threeway: b
                  committer: Identity | None = None, committer_date: str | None = None,
                  stop_on_conflict: bool = True,
                  extra: Callable[[TreeBuilder], Any] | None = None,
-                 message_filter: Callable[[str], str] | None = None) -> SeriesResult:
+                 message_filter: Callable[[str], str] | None = None,
+                 merge_bases: Sequence[str] = ()) -> SeriesResult:
     """Apply patches on base as commits; report each as applied, already upstream, 3-way or conflict.
 
-    Nothing outside the object store changes. With stop_on_conflict=False every patch is
-    probed (make check); otherwise the first conflict ends the run. extra, if given, may
-    add commits of its own after the series (the waiver edit); its return value is kept
-    as result.extra.
+    Nothing outside the object store changes (a 3-way merge may fetch the objects it needs).
+    With stop_on_conflict=False every patch is probed (make check); otherwise the first
+    conflict ends the run. extra, if given, may add commits of its own after the series (the
+    waiver edit); its return value is kept as result.extra. merge_bases: where the series
+    was made (the set's recorded base), tried first as a drifted patch's merge base.
     """
     result = SeriesResult(base=base, tip=base)
     with TreeBuilder(repo, base, committer, committer_date, message_filter) as tb:
-        for patch in patches:
-            outcome = _apply_one(tb, patch, threeway)
+        for i, patch in enumerate(patches, 1):
+            with progress.step(f"patch {i}/{len(patches)}: {patch.name}"):
+                outcome = _apply_one(tb, patch, threeway, merge_bases)
             result.outcomes.append(outcome)
             if outcome.status == CONFLICT and stop_on_conflict:
                 break
@@ -185,7 +189,7 @@ def apply_series(repo: Repo, base: Sha, patches: Sequence[Patch], *, threeway: b
     return result
 
 
-def _apply_one(tb: TreeBuilder, patch: Patch, threeway: bool) -> Outcome:
+def _apply_one(tb: TreeBuilder, patch: Patch, threeway: bool, merge_bases: Sequence[str] = ()) -> Outcome:
     author = Identity(patch.author_name, patch.author_email)
     clean, err = tb.probe(patch)
     if not clean:
@@ -195,7 +199,7 @@ def _apply_one(tb: TreeBuilder, patch: Patch, threeway: bool) -> Outcome:
         drift = _drift(patch, err, tb)
         if not threeway:
             return Outcome(patch, CONFLICT, drift=drift)
-        merged = _merge_from_history(tb, patch)
+        merged = _merge_from_history(tb, patch, merge_bases)
         if merged is not None:
             return Outcome(patch, CONFLICT, drift=merged)
         return Outcome(patch, THREEWAY, tb.commit(patch.message, author, patch.date))
@@ -255,38 +259,62 @@ def _locate(expected: Sequence[str], lines: Sequence[str], near: int) -> tuple[i
     return best + 1, tuple(lines[best:best + n])
 
 
-def _merge_from_history(tb: TreeBuilder, patch: Patch) -> Drift | None:
-    """3-way merge: find the newest commit where the patch applies, merge its change forward.
+def _merge_from_history(tb: TreeBuilder, patch: Patch, merge_bases: Sequence[str] = ()) -> Drift | None:
+    """3-way merge: find a commit where the patch applies, merge its change forward.
 
     The patches carry no blob ids (upstream's full files are not always at hand when a set
-    is written), so the merge base comes from history, the way a person rebases by hand.
+    is written), so the merge base is a commit: first the set's recorded base (its tag or
+    verified-on commit), fetched on demand as one commit; then history, newest first, which
+    a shallow clone deepens step by step only while no candidate has been found.
     Returns None on success (the index holds the merged files) or the Drift that blocks it.
     Files are bytes throughout: a file that is not UTF-8 merges as it is.
     """
-    repo = tb.repo
-    if repo.is_shallow():
-        repo.fetch_unshallow()  # what history there is still serves, so a refusal is not fatal
-    for cand in repo.log_paths(tb.tip, [fc.old_path or fc.path for fc in patch.files], HISTORY_LIMIT):
-        with TreeBuilder(repo, cand) as old:
+    for cand in _candidates(tb, patch, merge_bases):
+        with TreeBuilder(tb.repo, cand) as old:
             if not old.probe(patch)[0]:
                 continue
-            old.apply(patch)
-            for fc in patch.files:
-                path = fc.path or fc.old_path
-                ours = tb.read_file(path)
-                base = (repo.show_file(cand, fc.old_path) or b"") if fc.old_path else b""
-                theirs = old.read_file(path) if fc.path else None
-                if theirs is None:  # deletion: only if we still have what they deleted
-                    if ours not in (None, base):
-                        return Drift(path, "", (), f"3-way: changed since {cand[:12]} and deleted by the patch")
-                    tb.remove_file(path)
-                    continue
-                merged, conflicts = repo.merge_file(ours or b"", base, theirs)
-                if conflicts:
-                    return Drift(path, "", (), f"3-way merge from {cand[:12]} left {conflicts} conflict(s)")
-                tb.write_file(path, merged)
-            return None
+            return _merge_forward(tb, old, patch, cand)
     return Drift(patch.paths[0], "", (), f"3-way: no commit in the last {HISTORY_LIMIT} touching it where the patch applies")
+
+
+def _candidates(tb: TreeBuilder, patch: Patch, merge_bases: Sequence[str]) -> Iterator[Sha]:
+    repo, tried = tb.repo, set()
+    for rev in merge_bases:
+        with progress.step(f"{patch.name}: looking for the merge base {rev}"):
+            sha = repo.fetch_commit(rev)
+        if sha and sha not in tried:
+            tried.add(sha)
+            yield sha
+    paths = [fc.old_path or fc.path for fc in patch.files]
+    depth = 16
+    while True:
+        for cand in repo.log_paths(tb.tip, paths, HISTORY_LIMIT):
+            if cand not in tried:
+                tried.add(cand)
+                yield cand
+        if not repo.is_shallow() or depth > HISTORY_LIMIT or not repo.deepen(depth):
+            return
+        depth *= 2
+
+
+def _merge_forward(tb: TreeBuilder, old: TreeBuilder, patch: Patch, cand: Sha) -> Drift | None:
+    """Merge the patch's change, applied at cand in old, into tb's files."""
+    old.apply(patch)
+    for fc in patch.files:
+        path = fc.path or fc.old_path
+        ours = tb.read_file(path)
+        base = (tb.repo.show_file(cand, fc.old_path) or b"") if fc.old_path else b""
+        theirs = old.read_file(path) if fc.path else None
+        if theirs is None:  # deletion: only if we still have what they deleted
+            if ours not in (None, base):
+                return Drift(path, "", (), f"3-way: changed since {cand[:12]} and deleted by the patch")
+            tb.remove_file(path)
+            continue
+        merged, conflicts = tb.repo.merge_file(ours or b"", base, theirs)
+        if conflicts:
+            return Drift(path, "", (), f"3-way merge from {cand[:12]} left {conflicts} conflict(s)")
+        tb.write_file(path, merged)
+    return None
 
 
 def drift_report(outs: Sequence[Outcome]) -> str:

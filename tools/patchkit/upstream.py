@@ -4,18 +4,21 @@ from __future__ import annotations
 import shutil
 from pathlib import Path, PurePosixPath
 
-from .errors import BadInput
+from .errors import BadInput, NotFound
 from .git import Repo, Sha, partial_clone, resolve_target_ref
 from .model import PatchSet
 
 
 def obtain(ps: PatchSet, src: Path, url: str | None) -> tuple[Repo, bool]:
-    """The checkout at src; when src does not exist, a partial sparse clone of the set's ref.
+    """The checkout at src; when src does not exist, a shallow partial sparse clone of the
+    set's ref (one commit, its trees, the blobs of the set's paths).
 
     Returns (repo, cloned). A failed clone leaves nothing behind.
     """
     if src.exists():
-        return Repo.open(src), False
+        repo = Repo.open(src)
+        _fetch_missing_ref(repo, ps)
+        return repo, False
     if not src.parent.is_dir():
         raise BadInput(f"{src.parent} does not exist; create it or choose another TRTLLM_SRC")
     try:
@@ -23,6 +26,16 @@ def obtain(ps: PatchSet, src: Path, url: str | None) -> tuple[Repo, bool]:
     except BaseException:
         shutil.rmtree(src, ignore_errors=True)
         raise
+
+
+def _fetch_missing_ref(repo: Repo, ps: PatchSet) -> None:
+    """A later command on a partial clone reuses it: only a ref it lacks is fetched (one
+    commit of it, with the clone's filter). A full checkout is the user's to fetch into."""
+    try:
+        resolve_target_ref(repo, ps.upstream.ref)
+    except NotFound:
+        if repo.is_partial():
+            repo.fetch_ref(ps.upstream.ref)
 
 
 def base_of(repo: Repo, ps: PatchSet) -> tuple[str, Sha]:

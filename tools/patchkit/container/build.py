@@ -9,7 +9,7 @@ from pathlib import Path, PurePosixPath
 
 import jinja2
 
-from .. import __version__, series
+from .. import __version__, progress, series
 from ..errors import CommandError, Conflict, NotFound, ToolMissing
 from ..git import Repo
 from ..model import PatchSet
@@ -96,8 +96,10 @@ def build(root: Path, ps: PatchSet, repo: Repo, *, context_dir: Path, base: str 
         if builder_name:
             raise
         builder = None
-    digest = base_image(builder, base).digest if builder else "unknown (no builder ran)"
-    result = render_context(root, ps, repo, context_dir, base, digest)
+    with progress.step(f"reading (or pulling) the base image {base}"):
+        digest = base_image(builder, base).digest if builder else "unknown (no builder ran)"
+    with progress.step(f"rendering the build context in {context_dir}"):
+        result = render_context(root, ps, repo, context_dir, base, digest)
     result.command = f"docker build -t {result.image} {context_dir}"
     if builder is None:
         raise ToolMissing(f"no image builder works here (docker, podman or buildah); the context is in "
@@ -106,13 +108,15 @@ def build(root: Path, ps: PatchSet, repo: Repo, *, context_dir: Path, base: str 
     with tempfile.TemporaryDirectory(prefix="patchkit-build-") as tmp:
         iid = Path(tmp) / "iid"
         try:
-            image_id = builder.build(context_dir, iid)
+            with progress.step(f"building {result.image} with {builder.name}"):
+                image_id = builder.build(context_dir, iid)
         except CommandError as exc:
             # The drift guard's own line, as the step printed it (not buildah echoing the RUN line)
             said = next((ln.strip() for ln in (exc.stderr + exc.stdout).splitlines() if ln.startswith("patchkit: ")), None)
             raise Conflict(said.split("patchkit: ", 1)[1] if said else f"{builder.name} build failed at {build_reason(exc)}") from exc
     try:
-        builder.tag(image_id, result.image)
+        with progress.step(f"tagging {result.image}"):
+            builder.tag(image_id, result.image)
     except CommandError as exc:
         raise Conflict(f"{builder.name} could not tag {result.image}: {reason(exc)}") from exc
     built = builder.inspect(result.image)

@@ -8,7 +8,7 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 
-from .. import series
+from .. import progress, series
 from ..errors import BadInput
 from ..git import Repo
 from ..model import PatchSet
@@ -95,7 +95,8 @@ def delta(ps: PatchSet, *, repo: Repo, mode: str, report: Path, runner: Runner |
     if runner is None:
         runner = SourceRunner()
     report.parent.mkdir(parents=True, exist_ok=True)
-    pre = series.apply_series(repo, base, ps.patches, committer_date=series.THROWAWAY_DATE, stop_on_conflict=False)
+    with progress.step(f"probing the {ps.target} series on {ref}"):
+        pre = series.apply_series(repo, base, ps.patches, committer_date=series.THROWAWAY_DATE, stop_on_conflict=False)
     if not pre.ok:
         # The patched tree cannot be built: has upstream fixed the bug its own way?
         measured = upstreamfix.measure(ps, repo, base, pre.outcomes, runner if mode == "source" else None)
@@ -109,14 +110,16 @@ def delta(ps: PatchSet, *, repo: Repo, mode: str, report: Path, runner: Runner |
             paths = [p for p in paths if PurePosixPath(p).parts[0] != ps.container.package]
         missing = [t for t in tests if t not in paths]
         tests = [t for t in tests if t in paths]
-        tr = trees.build(repo, base, ps, work / "trees", paths=paths)
+        with progress.step("writing the unpatched and the patched tree"):
+            tr = trees.build(repo, base, ps, work / "trees", paths=paths)
         out = work / "out"
         out.mkdir()
         jobs = [Job("unpatched", tr.unpatched, out, images[0] if images else None),
                 Job("patched", tr.patched, out, images[1] if images else None)]
         if not tests:
             raise BadInput(f"none of the {ps.target} set's tests exists at {ref}: {', '.join(missing)}")
-        unpatched, patched = runner.run(jobs, tests, source_modules(ps))
+        with progress.step(f"running {len(tests)} test file(s) in both trees ({mode} mode)"):
+            unpatched, patched = runner.run(jobs, tests, source_modules(ps))
         junit = {}
         for run in (unpatched, patched):
             if run.junit:

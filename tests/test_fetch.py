@@ -1,0 +1,169 @@
+"""Cold start (#12): a cold apply from a URL fetches one commit's worth, history only on demand.
+
+The upstream here is generated as make bench generates its own (benchgen), smaller, but with
+real history: hundreds of commits over a tree of directories, with the miniature's commits
+laid in. What was fetched is read from the packs git received (everything we write ourselves
+is a loose object), so the tests count objects a user's disk would hold.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from patchkit import apply as apply_mod, benchgen, patchset, series
+from helpers import ROOT, copy_root, sh
+
+UTIL = "tensorrt_llm/_torch/pyexecutor/_util.py"
+SHAPE = benchgen.Shape(files=400, dirs=60, commits=300, binaries=1, binary_mib=0.25)
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    dest = tmp_path_factory.mktemp("gen") / "upstream.git"
+    old = dict(os.environ)
+    os.environ.update(HOME=str(tmp_path_factory.mktemp("genhome")), GIT_CONFIG_NOSYSTEM="1")
+    try:
+        benchgen.generate(ROOT, dest, SHAPE)
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    return dest
+
+
+@pytest.fixture
+def upstream_copy(generated, tmp_path):
+    dest = tmp_path / "upstream.git"
+    shutil.copytree(generated, dest)
+    return dest
+
+
+def git(repo, *args) -> str:
+    return sh("git", "-C", repo, *args).stdout.strip()
+
+
+def received(clone: Path) -> dict[str, str]:
+    """Every object in the packs the clone received (sha -> type); loose objects are ours."""
+    shas = []
+    for idx in (clone / ".git" / "objects" / "pack").glob("*.idx"):
+        data = sh("git", "-C", clone, "verify-pack", "-v", idx).stdout
+        shas += [line.split()[0] for line in data.splitlines() if len(line.split()) >= 5 and len(line.split()[0]) == 40]
+    out = sh("git", "-C", clone, "cat-file", "--batch-check=%(objectname) %(objecttype)", input="\n".join(shas) + "\n").stdout
+    return dict(line.split() for line in out.splitlines())
+
+
+def trees_of(repo: Path, rev: str) -> set[str]:
+    out = git(repo, "ls-tree", "-r", "-t", rev)
+    return {git(repo, "rev-parse", f"{rev}^{{tree}}")} | {line.split()[2] for line in out.splitlines() if line.split()[1] == "tree"}
+
+
+def blobs_at(repo: Path, rev: str, paths) -> set[str]:
+    out = git(repo, "ls-tree", "-r", rev, "--", *paths)
+    return {line.split()[2] for line in out.splitlines()}
+
+
+def of_type(objs: dict[str, str], typ: str) -> set[str]:
+    return {sha for sha, t in objs.items() if t == typ}
+
+
+def test_cold_apply_fetches_one_commits_trees_and_only_the_sets_blobs(generated, tmp_path):
+    ps = patchset.load(ROOT, "main")
+    src = tmp_path / "trtllm"
+    res = apply_mod.apply(ps, src=src, url=generated.as_uri())
+    assert [o.status for o in res.outcomes] == [series.APPLIED, series.APPLIED]
+    tip = git(generated, "rev-parse", "main")
+    assert res.base == tip
+
+    got = received(src)
+    # The upstream has history that a clone with history would have brought.
+    all_commits = int(git(generated, "rev-list", "--count", "main"))
+    historic_trees = {line.split()[0] for line in git(generated, "rev-list", "--objects", "--filter=blob:none", "main").splitlines()} \
+        - set(git(generated, "rev-list", "main").split())
+    assert all_commits > SHAPE.commits and len(historic_trees) > 3 * len(trees_of(generated, tip))
+
+    assert of_type(got, "commit") == {tip}  # one commit, no history
+    assert of_type(got, "tree") == trees_of(generated, tip)  # its trees: no historic tree
+    wanted = blobs_at(generated, tip, ps.sparse_paths)
+    assert of_type(got, "blob") <= wanted and of_type(got, "blob")  # only the set's blobs
+    assert git(src, "rev-parse", "--is-shallow-repository") == "true"
+    total_blobs = len(git(generated, "ls-tree", "-r", tip).splitlines())
+    assert len(of_type(got, "blob")) < total_blobs / 20
+
+
+def test_the_old_clone_with_history_is_what_the_count_would_catch(generated, tmp_path):
+    """The measure above can fail: a blobless clone with the ref's history brings every commit."""
+    from patchkit.git import partial_clone
+    ps = patchset.load(ROOT, "main")
+    partial_clone(generated.as_uri(), tmp_path / "old", "main", ps.sparse_paths, depth=None)
+    got = received(tmp_path / "old")
+    assert len(of_type(got, "commit")) == int(git(generated, "rev-list", "--count", "main"))
+
+
+def _drift(up: Path) -> tuple[str, str]:
+    """Upstream main edits a context line of the fix's hunk; returns (old tip, new tip)."""
+    old = git(up, "rev-parse", "main")
+    text = sh("git", "-C", up, "show", f"main:{UTIL}").stdout
+    line = "            head_dim = encoder_hidden_size // encoder_num_heads\n"
+    assert line in text
+    blob = sh("git", "-C", up, "hash-object", "-w", "--stdin",
+              input=text.replace(line, line.replace("encoder_num_heads", "max(encoder_num_heads, 1)"))).stdout.strip()
+    index = up / "drift-index"
+    env = dict(os.environ, GIT_INDEX_FILE=str(index))
+    import subprocess
+    subprocess.run(["git", "-C", up, "read-tree", "main"], env=env, check=True)
+    subprocess.run(["git", "-C", up, "update-index", "--cacheinfo", f"100644,{blob},{UTIL}"], env=env, check=True)
+    tree = subprocess.run(["git", "-C", up, "write-tree"], env=env, check=True, capture_output=True, text=True).stdout.strip()
+    index.unlink()
+    new = sh("git", "-C", up, "commit-tree", tree, "-p", old, "-m", "Guard the head size division").stdout.strip()
+    sh("git", "-C", up, "update-ref", "refs/heads/main", new, old)
+    return old, new
+
+
+def _root_with_base(tmp_path: Path, target: str, base: str) -> Path:
+    root = copy_root(tmp_path)
+    f = root / "patches" / target / "patchset.yaml"
+    meta = yaml.safe_load(f.read_text())
+    meta["upstream"]["base"] = base
+    f.write_text(yaml.safe_dump(meta, sort_keys=False))
+    return root
+
+
+def test_threeway_fetches_the_recorded_base_as_one_commit(upstream_copy, tmp_path):
+    """THREEWAY needs the drifted file's preimage: the set's recorded base, at depth 1."""
+    old, new = _drift(upstream_copy)
+    ps = patchset.load(_root_with_base(tmp_path, "main", old), "main")
+    src = tmp_path / "trtllm"
+    res = apply_mod.apply(ps, src=src, url=upstream_copy.as_uri(), threeway=True)
+    assert [o.status for o in res.outcomes] == [series.THREEWAY, series.APPLIED]
+    text = (src / UTIL).read_text()
+    assert "max(encoder_num_heads, 1)" in text and '"max_source_positions"' in text
+    got = received(src)
+    assert of_type(got, "commit") == {new, old}  # the tip and the base: not the history between
+    assert of_type(got, "tree") <= trees_of(upstream_copy, new) | trees_of(upstream_copy, old)
+
+
+def test_threeway_without_a_reachable_base_deepens_only_as_far_as_needed(upstream_copy, tmp_path):
+    old, new = _drift(upstream_copy)
+    ps = patchset.load(ROOT, "main")  # its recorded base is a real upstream commit: not in this upstream
+    assert ps.upstream.base and sh("git", "-C", upstream_copy, "cat-file", "-e", ps.upstream.base, check=False).returncode
+    src = tmp_path / "trtllm"
+    res = apply_mod.apply(ps, src=src, url=upstream_copy.as_uri(), threeway=True)
+    assert [o.status for o in res.outcomes] == [series.THREEWAY, series.APPLIED]
+    commits = of_type(received(src), "commit")
+    assert old in commits and new in commits
+    assert len(commits) < int(git(upstream_copy, "rev-list", "--count", "main")) / 4
+
+
+def test_a_later_apply_on_the_same_clone_fetches_only_its_own_ref(generated, tmp_path):
+    src = tmp_path / "trtllm"
+    apply_mod.apply(patchset.load(ROOT, "main"), src=src, url=generated.as_uri())
+    before = received(src)
+    rc25 = patchset.load(ROOT, "rc25")
+    res = apply_mod.apply(rc25, src=src)
+    assert not res.cloned and res.base_ref == "refs/tags/v1.3.0rc25"
+    assert [o.status for o in res.outcomes] == [series.APPLIED, series.APPLIED]
+    new = {sha: t for sha, t in received(src).items() if sha not in before}
+    assert of_type(new, "commit") == {git(generated, "rev-parse", "v1.3.0rc25^{commit}")}
