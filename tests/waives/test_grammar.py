@@ -112,7 +112,13 @@ REFUSED = {
     "% if gpu == 'a10':": "waives.txt:3: Mako template syntax",
     "a.py SKIP (${bug})": "waives.txt:3: Mako template syntax",
     "<%include file='x'/>": "waives.txt:3: Mako template syntax",
+    "%% a.py SKIP (r)": "waives.txt:3: Mako template syntax",  # Mako renders it '% a.py ...'
+    "a.py SKIP (r) \\": "waives.txt:3: Mako template syntax",  # Mako joins it with the next line
 }
+
+
+def test_a_percent_sign_inside_a_line_is_not_mako():
+    assert one("a.py SKIP (fails 50% of runs)").reason == "fails 50% of runs"
 
 
 @pytest.mark.parametrize("line", list(REFUSED))
@@ -188,3 +194,9 @@ def test_a_bad_test_db_is_refused_with_file_and_line(yml, message):
     with pytest.raises(BadInput) as err:
         parse_test_db(yml, "l0_x.yml")
     assert str(err.value).startswith(message)
+
+
+def test_a_line_join_is_refused_in_a_crlf_file_too():
+    """Upstream reads with universal newlines, so Mako sees backslash-newline there as well."""
+    with pytest.raises(BadInput, match=r"^w:1: Mako template syntax"):
+        parse_waives("a.py SKIP (r) \\\r\nb.py SKIP (r)\r\n", "w")

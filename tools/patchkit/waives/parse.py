@@ -12,7 +12,9 @@ which reads waives.txt and the test lists that trt-test-db writes from the test-
 - test_name is one CI item: an optional 'full:<hw>/' prefix, one or more space-separated
   paths or node ids, then optional pytest options ('-k "expr"', '-m "expr"').
 Upstream renders the file with Mako before parsing; we do not evaluate templates, so a line
-that uses Mako syntax is refused rather than misread. Lines split where Python's
+that uses Mako syntax ('%' control lines, '${...}', '<%' tags, a trailing backslash) is refused
+rather than misread. Mako drops '##' lines, which are comments here too; line numbers in our
+messages are the file's own, so they may be one more than upstream's after such a line. Lines split where Python's
 str.splitlines splits them (upstream's), and each keeps its own line ending, so rendering
 the parsed entries gives the file back byte for byte.
 """
@@ -31,7 +33,7 @@ _STRIP_PARENS = re.compile(r"\((.*?)\)")  # upstream's kSTRIP_PARENS_PAT, used w
 _FULL = re.compile(r"(full:(.*?)/)(.+)")  # upstream's full:<hw>/ split, used with .match
 # Line breaks as str.splitlines knows them; \r\n first so it stays one break.
 _BREAK = re.compile("(\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029])")
-_MAKO = re.compile(r"^\s*%(?!%)|\$\{|</?%|\\$")
+_MAKO = re.compile(r"^\s*%|\$\{|</?%|\\$")  # control line (%% too: Mako makes it %), ${}, tags, line join
 
 
 @dataclass(frozen=True)
@@ -144,7 +146,7 @@ def parse_line(line: str, lineno: int, name: str, end: str = "\n", mako_checked:
 
 
 _EXOTIC_BREAK = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
-_MAKO_ANYWHERE = re.compile(r"%|\$\{|\\$", re.M)  # cheap screen: no line can be Mako without these
+_MAKO_ANYWHERE = re.compile(r"[%\\]|\$\{")  # cheap screen: no line can be Mako without one of these
 
 
 def split_lines(text: str) -> list[tuple[str, str]]:
