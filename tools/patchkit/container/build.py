@@ -80,10 +80,7 @@ def render_context(root: Path, ps: PatchSet, repo: Repo, dest: Path, base: str, 
            "files": files, "patchset_hash": ps.content_hash, "version": __version__}
     env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
     (dest / "Containerfile").write_text(env.from_string((root / TEMPLATE).read_text()).render(**ctx))
-    labels = {"org.opencontainers.image.base.name": base, "org.opencontainers.image.base.digest": base_digest,
-              "io.patchkit.upstream.ref": ref, "io.patchkit.patchset.sha256": ps.content_hash,
-              "io.patchkit.version": __version__}
-    return ContainerResult(ps.target, base, image, str(dest), files, labels=labels)
+    return ContainerResult(ps.target, base, image, str(dest), files)  # labels: the template's, read back once built
 
 
 def build(root: Path, ps: PatchSet, repo: Repo, *, context_dir: Path, base: str | None = None,
