@@ -10,6 +10,8 @@ VENV       ?= .venv
 SETUP      ?= $(VENV)/.installed
 PATCHKIT   ?= $(VENV)/bin/patchkit
 PYTEST     ?= $(VENV)/bin/python -m pytest
+# The CLI says its hints as make variables (THREEWAY=1) when make runs it, as flags otherwise.
+export PATCHKIT_VIA_MAKE = 1
 
 # Variables reach the CLI through the environment ("$$VAR"), never pasted into the shell line:
 # BRANCH='x;touch /tmp/p' or SIGNOFF with quotes, backticks or $$(...) stays one argument.

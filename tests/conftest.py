@@ -19,7 +19,7 @@ def hermetic(tmp_path_factory, monkeypatch):
                    "[commit]\n\tgpgsign = false\n[init]\n\tdefaultBranch = main\n"
                    "[protocol]\n\tallow = never\n[protocol \"file\"]\n\tallow = always\n")
     for k in list(os.environ):
-        if k.startswith("GIT_") or k == "PATCHKIT_ROOT":
+        if k.startswith("GIT_") or k in ("PATCHKIT_ROOT", "PATCHKIT_VIA_MAKE"):
             monkeypatch.delenv(k)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(cfg))

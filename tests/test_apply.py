@@ -149,7 +149,7 @@ def test_drift_is_reported_with_file_hunk_and_expected_lines(upstream, tmp_path,
     assert code == 3
     assert len(err.strip().splitlines()) == 1
     assert re.search(r"0001-.*does not apply: tensorrt_llm/_torch/pyexecutor/_util.py hunk #1 @@ -1941,19 \+1941,29 @@", err)
-    assert "THREEWAY=1" in err
+    assert f"; run: patchkit --root {ROOT} apply --target main --src {clone} --threeway" in err
     # The line that differs is named, not merely the first context line (which is unchanged).
     assert "expected 'head_dim = encoder_hidden_size // encoder_num_heads', " \
            "found 'head_dim = encoder_hidden_size // max(encoder_num_heads, 1)'" in err
@@ -222,8 +222,9 @@ def test_patch_through_a_symlink_in_the_tree_is_refused(upstream, tmp_path):
 def test_existing_foreign_branch_is_not_overwritten(checkout):
     sh("git", "-C", checkout, "branch", "overlay/main")
     before = state_of(checkout)
-    with pytest.raises(Conflict, match="already exists.*make unapply TRTLLM=main"):
+    with pytest.raises(Conflict, match="already exists") as exc:
         apply_mod.apply(load("main"), src=checkout)
+    assert exc.value.hint.command == "unapply"
     assert state_of(checkout) == before
 
 

@@ -31,9 +31,10 @@ def test_default_is_the_first_builder_that_works(monkeypatch):
     monkeypatch.setattr(builders, "BUILDERS", {"docker": _Fake("docker", False), "podman": _Fake("podman", False),
                                                "buildah": _Fake("buildah", True)})
     assert builders.pick(None).name == "buildah"
-    with pytest.raises(ToolMissing, match="BUILDER=docker does not work on this machine: docker: Cannot connect"):
+    with pytest.raises(ToolMissing, match="docker does not work on this machine: docker: Cannot connect") as exc:
         builders.pick("docker")
-    with pytest.raises(ToolMissing, match="unknown BUILDER 'kaniko'"):
+    assert exc.value.setting == "builder"  # said as BUILDER or --builder by the CLI
+    with pytest.raises(ToolMissing, match="unknown image builder 'kaniko'") as exc:
         builders.pick("kaniko")
 
 

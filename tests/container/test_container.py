@@ -207,8 +207,8 @@ def test_push_before_build_says_how_to_build(tmp_path, capsys):
                  "--builder", "buildah", "--registry", "127.0.0.1:9/x"])
     ps = patchset.load(ROOT, "rc25")
     assert code == 4 and capsys.readouterr().err == (
-        f"patchkit: error: {cbuild.image_name(ps, 'localhost/never-built:1')} is not in buildah's store; build it "
-        "first: make container TRTLLM=rc25 BASE=localhost/never-built:1 BUILDER=buildah\n")
+        f"patchkit: error: {cbuild.image_name(ps, 'localhost/never-built:1')} is not in buildah's store; "
+        f"run: patchkit --root {ROOT} container --target rc25 --base localhost/never-built:1 --builder buildah\n")
 
 
 def test_delta_in_an_image_without_python_is_invalid_and_says_why(bases, miniature_template, tmp_path, capsys):

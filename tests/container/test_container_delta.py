@@ -122,7 +122,8 @@ def test_delta_refuses_an_image_built_for_another_commit(built, upstream, tmp_pa
     now = sh("git", "-C", upstream, "rev-parse", "HEAD").stdout.strip()
     assert code == 3 and err.count("\n") == 1, err
     assert f"{cbuild.image_name(ps, base)} is stale: built for upstream commit " in err
-    assert f"(now {now[:12]}); rebuild it: make container TRTLLM=rc25 BASE={base} BUILDER=buildah" in err
+    assert (f"(now {now[:12]}); run: patchkit --root {ROOT} container --target rc25 --src {upstream} --base {base} "
+            "--builder buildah") in err
     assert not (tmp_path / "r.json").exists()
 
 
@@ -132,8 +133,8 @@ def test_delta_without_the_patched_image_says_how_to_build_it(python_release, mi
                  "container", "--base", python_release, "--builder", "buildah", "--report", str(tmp_path / "r.json")])
     err = capsys.readouterr().err
     assert code == 4 and err == (f"patchkit: error: no patched image {cbuild.image_name(ps, python_release)} in buildah's "
-                                 f"store; build it first: make container TRTLLM=main BASE={python_release} "
-                                 "BUILDER=buildah\n")
+                                 f"store; run: patchkit --root {ROOT} container --target main --src {miniature_template} "
+                                 f"--base {python_release} --builder buildah\n")
 
 
 def test_delta_without_the_base_says_so(miniature_template, tmp_path, capsys):
@@ -141,5 +142,5 @@ def test_delta_without_the_base_says_so(miniature_template, tmp_path, capsys):
                  "container", "--base", "localhost/nope:1", "--builder", "buildah", "--report", str(tmp_path / "r.json")])
     err = capsys.readouterr().err
     assert code == 4 and err == ("patchkit: error: the base image localhost/nope:1 is not in buildah's store; "
-                                 "make container TRTLLM=rc25 BASE=localhost/nope:1 BUILDER=buildah pulls it and builds "
-                                 "the patched image\n")
+                                 f"run: patchkit --root {ROOT} container --target rc25 --src {miniature_template} "
+                                 "--base localhost/nope:1 --builder buildah (it pulls the base and builds the patched image)\n")

@@ -54,7 +54,8 @@ def test_check_export_fails_when_the_branch_moved_on(checkout, tmp_path, capsys)
     code = main(["--root", str(root), "check-export", "--target", "main", "--src", str(checkout)])
     out = capsys.readouterr().out
     assert code == 1 and "differs from overlay/main" in out and "changed: 0002-" in out
-    assert "run: make export TRTLLM=main BRANCH=overlay/main" in out
+    # The hint repeats the user's own checkout, so that it runs as printed.
+    assert f"run: patchkit --root {root} export --target main --src {checkout}" in out
 
 
 def _commit(repo, msg, author="Ann Author <ann@example.com>", committer=("Ann Author", "ann@example.com"),
@@ -116,5 +117,6 @@ def test_dco_fix_rewrites_keeps_a_backup_and_refuses_merges(dco_repo, capsys):
 
 
 def test_signoff_must_be_name_and_email():
-    with pytest.raises(BadInput, match="SIGNOFF must look like"):
+    with pytest.raises(BadInput, match="must look like 'Name <email>'") as exc:
         dco.parse_identity("just a name")
+    assert exc.value.setting == "signoff"

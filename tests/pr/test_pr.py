@@ -9,7 +9,7 @@ import pytest
 
 from patchkit import patchset
 from patchkit.delta import command as delta_cmd
-from patchkit.errors import BadInput, Conflict, NotFound
+from patchkit.errors import BadInput, Conflict, Hint, NotFound
 from patchkit.git import Repo
 from patchkit.pr import branch as pr_branch, checks, dco, title as title_mod
 from helpers import ROOT, copy_root
@@ -71,8 +71,9 @@ def test_numbers_come_from_the_report(checkout, tmp_path):
 
 
 def test_refuses_without_a_report(checkout, tmp_path):
-    with pytest.raises(NotFound, match="no delta report .*; run make delta TRTLLM=main"):
+    with pytest.raises(NotFound, match="no delta report") as exc:
         make_pr(checkout, "main", tmp_path, tmp_path / "none.json", signoff=SIGNOFF)
+    assert exc.value.hint == Hint.run("delta")
 
 
 def test_refuses_a_report_for_another_upstream_commit(checkout, tmp_path):
@@ -80,8 +81,9 @@ def test_refuses_a_report_for_another_upstream_commit(checkout, tmp_path):
     data = json.loads(report.read_text())
     data["upstream_commit"] = "0" * 40
     report.write_text(json.dumps(data))
-    with pytest.raises(Conflict, match="measured on 000000000000, but main is .*; run make delta TRTLLM=main"):
+    with pytest.raises(Conflict, match="measured on 000000000000, but main is ") as exc:
         make_pr(checkout, "main", tmp_path, report, signoff=SIGNOFF)
+    assert exc.value.hint == Hint.run("delta")
 
 
 def test_refuses_a_report_that_did_not_match(checkout, tmp_path):
@@ -98,8 +100,9 @@ def test_refuses_without_an_identity(checkout, tmp_path, monkeypatch):
     empty = tmp_path / "empty-gitconfig"
     empty.write_text("")
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(empty))
-    with pytest.raises(BadInput, match='no sign-off identity: set SIGNOFF="Name <email>"'):
+    with pytest.raises(BadInput, match='no sign-off identity') as exc:
         make_pr(checkout, "main", tmp_path, report)
+    assert exc.value.hint == Hint.choose("signoff", also="or set git config user.name and user.email")
     assert Repo(checkout).rev_parse("refs/heads/pr/main") is None
 
 

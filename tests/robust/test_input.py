@@ -147,7 +147,8 @@ def test_signoff_must_be_one_honest_line(capsys, checkout, signoff):
     code, _, err = run(capsys, ROOT, "dco", "--src", str(checkout), "--branch", "work", "--base", "HEAD~1",
                        "--fix", "--signoff", signoff)
     assert (code, err.count("\n")) == (2, 1), err
-    assert "SIGNOFF must look like 'Name <email>'" in err or "SIGNOFF must be one line" in err
+    # Named as the user gave it: a flag here (SIGNOFF through make).
+    assert "--signoff: must look like 'Name <email>'" in err or "--signoff: must be one line" in err
     assert state_of(checkout) == before
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from . import series
 from .delta import upstreamfix
-from .errors import Conflict, NotFound
+from .errors import Conflict, Hint, NotFound
 from .git import Repo, Sha
 from .model import PatchSet
 from .transaction import require_clean, transaction
@@ -63,9 +63,9 @@ def _apply(ps: PatchSet, repo: Repo, cloned: bool, threeway: bool) -> ApplyResul
             result.already_applied = True
             return result
         why = ("was built from another version of the patch set or another base" if state
-               else "was not made by make apply")
-        raise Conflict(f"branch {ps.branch} already exists and {why}; run make unapply TRTLLM={ps.target} "
-                       f"(or delete the branch), then run again")
+               else "was not made by apply")
+        raise Conflict(f"branch {ps.branch} already exists and {why}",
+                       hint=Hint("unapply", also="or delete the branch; then apply again"))
     refuse_symlinked_paths(repo, base, ps)
 
     res = series.apply_series(repo, base, ps.patches, threeway=threeway, committer=repo.identity(),
@@ -75,8 +75,8 @@ def _apply(ps: PatchSet, repo: Repo, cloned: bool, threeway: bool) -> ApplyResul
         # Our fix must not be stacked on upstream's, not even by a clean 3-way merge.
         raise Conflict(f"{ps.target}: {fix.summary()}; nothing applied; {fix.advice()}",
                        details=series.drift_report(res.outcomes))
-    hint = "" if threeway else "; try THREEWAY=1"
-    res.raise_on_conflict(hint=hint + (f"; {fix.summary()}" if fix is not None else ""))
+    res.raise_on_conflict(hint=None if threeway else Hint.run(None, threeway=True),
+                          note=fix.summary() if fix is not None else "")
     result.outcomes, result.tip, result.waiver = res.outcomes, res.tip, res.extra
 
     with transaction(repo) as snap:
@@ -108,7 +108,7 @@ def unapply(ps: PatchSet, *, src: Path) -> UnapplyResult:
     repo = Repo.open(src)
     state = read_state(repo, ps.target)
     if not state:
-        raise NotFound(f"{ps.target} was not applied to {src} by make apply; nothing to unapply")
+        raise NotFound(f"{ps.target} was not applied to {src} by apply; nothing to unapply")
     branch_ref = f"refs/heads/{state['branch']}"
     tip = repo.rev_parse(branch_ref)
     with transaction(repo):
@@ -116,7 +116,7 @@ def unapply(ps: PatchSet, *, src: Path) -> UnapplyResult:
         repo.checkout(restored.removeprefix("refs/heads/") if state["previous_symbolic"] else restored)
         if tip:
             if tip != state["tip"]:
-                raise Conflict(f"branch {state['branch']} has commits made after make apply; "
+                raise Conflict(f"branch {state['branch']} has commits made after apply; "
                                f"move them elsewhere or delete the branch by hand")
             repo.delete_ref(branch_ref, Sha(tip))
         _state_file(repo, ps.target).unlink()

@@ -44,7 +44,8 @@ def _parser() -> argparse.ArgumentParser:
     def target_cmd(name: str, help: str) -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=help)
         sp.add_argument("--target", required=True, help="patch set name: a directory under patches/")
-        sp.add_argument("--src", type=Path, required=True, help="the TensorRT-LLM checkout")
+        sp.add_argument("--src", type=Path, help="the TensorRT-LLM checkout (default: build/trtllm-<target>, "
+                        "as for make)")
         return sp
 
     sp = target_cmd("apply", "apply a target's series as commits on its branch")
@@ -101,20 +102,35 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def voice(parser: argparse.ArgumentParser, args: argparse.Namespace) -> render.Voice:
+    """How this invocation came (make or a shell) and with which values: hints are said that way."""
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    options = {name: {a.dest: a.option_strings[-1] for a in sp._actions if a.option_strings and a.dest != "help"}
+               for name, sp in sub.choices.items()}
+    given = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()
+             if k in options.get(args.command, {})}
+    return render.Voice(via_make=os.environ.get("PATCHKIT_VIA_MAKE") == "1", command=args.command, given=given,
+                        options=options, prefix=("--root", str(args.root)) if args.root else ())
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(name)s: %(message)s")
     progress.set_quiet(args.quiet)
+    said = voice(parser, args)
     try:
         out = _dispatch(args)
-        text, code = out if isinstance(out, tuple) else (out, ExitCode.OK)
+        text, code, res = (out, ExitCode.OK, None) if isinstance(out, str) else (tuple(out) + (None,))[:3]
+        if text and not args.json:
+            text = "\n".join([text, *(said.hint(h) for h in getattr(res, "hints", []))])
         if text:
             print(text)
         return code
     except UserError as exc:
         if exc.details:
             print(exc.details)
-        print(f"patchkit: error: {exc.message}", file=sys.stderr)
+        print(f"patchkit: error: {said.error(exc)}", file=sys.stderr)
         return exc.code
     except KeyboardInterrupt:
         print("patchkit: interrupted", file=sys.stderr)
@@ -127,12 +143,12 @@ def main(argv: list[str] | None = None) -> int:
         return ExitCode.INTERNAL
 
 
-def _verdict(text: str, ok: bool) -> tuple[str, ExitCode]:
+def _verdict(text: str, ok: bool, res: object = None) -> tuple[str, ExitCode, object]:
     """A command that ran and shows its result, and whose verdict may still be a failure."""
-    return text, ExitCode.OK if ok else ExitCode.MISMATCH
+    return text, ExitCode.OK if ok else ExitCode.MISMATCH, res
 
 
-def _dispatch(args: argparse.Namespace) -> str | tuple[str, ExitCode]:
+def _dispatch(args: argparse.Namespace) -> str | tuple[str, ExitCode, object]:
     root = (args.root or find_root()).resolve()
     if args.command == "targets":
         sets = [patchset.load(root, t) for t in patchset.targets(root)]
@@ -152,7 +168,7 @@ def _dispatch(args: argparse.Namespace) -> str | tuple[str, ExitCode]:
              bench.render_waiver_bench(wres)])
     if args.command == "demo":
         res = demo.run(root, args.workdir.resolve(), args.signoff)
-        return _verdict(render.as_json(res) if args.json else demo.render_demo(res), res.ok)
+        return _verdict(render.as_json(res) if args.json else demo.render_demo(res), res.ok, None)
     if args.command == "check":
         names = args.target or patchset.targets(root)
         res = check_mod.check([patchset.load(root, t) for t in names], src=args.src)
@@ -163,13 +179,15 @@ def _dispatch(args: argparse.Namespace) -> str | tuple[str, ExitCode]:
         repo = Repo.open(args.src)
         res = (dco.fix(repo, args.branch, dco.signoff_identity(repo, args.signoff), args.base) if args.fix
                else dco.check(repo, args.branch, args.base))
-        return _verdict(render.as_json(res) if args.json else render.dco_result(res), res.ok)
+        return _verdict(render.as_json(res) if args.json else render.dco_result(res), res.ok, res)
     if args.command == "container-push":
         cps = patchset.load(root, args.target)
         dest = cbuild.push(cps, base=args.base, registry=args.registry,
                            builder_name=args.builder, tls_verify=args.tls_verify == "true")
         return f"pushed {dest}"
     ps = patchset.load(root, args.target)
+    if getattr(args, "src", "") is None:
+        args.src = root / "build" / f"trtllm-{ps.target}"
     if args.command == "apply":
         res = apply_mod.apply(ps, src=args.src, url=args.url, threeway=args.threeway)
         return render.as_json(res) if args.json else render.apply_result(res)
@@ -179,7 +197,7 @@ def _dispatch(args: argparse.Namespace) -> str | tuple[str, ExitCode]:
         mode = args.mode or delta_cmd.default_mode()
         res = delta_cmd.delta(ps, repo=repo, mode=mode, report=report.resolve(), base_image=args.base,
                               builder_name=args.builder)
-        return _verdict(render.as_json(res) if args.json else delta_cmd.render(res), res.ok)
+        return _verdict(render.as_json(res) if args.json else delta_cmd.render(res), res.ok, res)
     if args.command == "pr":
         res = pr_branch.pr(ps, repo=Repo.open(args.src),
                            report=(args.report or root / "build" / "delta" / f"{ps.target}.json").resolve(),
@@ -192,7 +210,7 @@ def _dispatch(args: argparse.Namespace) -> str | tuple[str, ExitCode]:
         res = export_mod.export(ps, Repo.open(args.src), args.branch or ps.branch, check_only=args.command == "check-export",
                                 waiver_out=root / "build" / "export" / ps.target)
         return _verdict(render.as_json(res) if args.json else render.export_result(res),
-                        res.up_to_date or args.command == "export")
+                        res.up_to_date or args.command == "export", res)
     if args.command == "container":
         repo, _ = obtain(ps, args.src, args.url)
         res = cbuild.build(root, ps, repo, context_dir=(args.context or root / "build" / "container" / ps.target).resolve(),

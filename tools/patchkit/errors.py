@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass
 
 
 class ExitCode(enum.IntEnum):
@@ -17,14 +18,46 @@ class ExitCode(enum.IntEnum):
     INTERRUPTED = 130
 
 
+@dataclass(frozen=True)
+class Hint:
+    """What the user can do next, as data; the CLI says it in the user's own words.
+
+    command: a subcommand to run (its make target has the same name), with `settings`
+    changed and every other setting the user gave kept; None means the same command again.
+    settings: (name, value) pairs, named as the commands' parameters (`src`, `threeway`,
+    `report`, ...); True turns a switch on; None means "the user chooses another value".
+    also: another way out that is not a setting (e.g. git config), said as is.
+    """
+
+    command: str | None = None
+    settings: tuple[tuple[str, object], ...] = ()
+    also: str = ""
+
+    @staticmethod
+    def run(command: str | None, **settings: object) -> "Hint":
+        return Hint(command, tuple(settings.items()))
+
+    @staticmethod
+    def choose(*names: str, also: str = "") -> "Hint":
+        """Another value of these settings is needed (the user knows which)."""
+        return Hint(None, tuple((n, None) for n in names), also)
+
+
 class UserError(Exception):
-    """An expected failure: one line for the user, ideally ending with what to run next."""
+    """An expected failure: one line of facts for the user, and what to do next as a Hint.
+
+    `setting` names the setting whose value was wrong, when one was (the CLI names it as the
+    user gave it: a make variable or a flag).
+    """
 
     code: ExitCode = ExitCode.USAGE
 
-    def __init__(self, message: str, code: ExitCode | None = None, details: str = "") -> None:
+    def __init__(self, message: str, code: ExitCode | None = None, details: str = "", *,
+                 hint: Hint | None = None, setting: str | None = None) -> None:
         super().__init__(message)
         self.details = details  # a longer report for stdout (e.g. drift), printed before the line
+        self.hint = hint
+        self.setting = setting
         if code is not None:
             self.code = code
 

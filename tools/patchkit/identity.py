@@ -16,18 +16,23 @@ def _clean(text: str) -> bool:
     return not any(ord(c) < 32 or c == "\x7f" for c in text)
 
 
-def check(name: str, email: str, source: str) -> tuple[str, str]:
-    """(name, email) if they form one honest 'Name <email>'; BadInput naming source otherwise."""
+def check(name: str, email: str, source: str, setting: str | None = None) -> tuple[str, str]:
+    """(name, email) if they form one honest 'Name <email>'; BadInput naming source (or the setting) otherwise."""
     if (not name.strip() or not _clean(name + email) or any(c in name for c in "<>")
             or not re.fullmatch(r"[^<>\s]+@[^<>\s]+", email) or len(name) + len(email) > 300):
-        raise BadInput(f"{source} must be one line 'Name <email>' without control characters, "
-                       f"not {f'{name} <{email}>'[:100]!r}")
+        raise BadInput(f"{_said(source)}must be one line 'Name <email>' without control characters, "
+                       f"not {f'{name} <{email}>'[:100]!r}", setting=setting)
     return name.strip(), email
 
 
-def parse(text: str, source: str) -> tuple[str, str]:
-    """'Name <email>' -> (name, email); BadInput naming source otherwise."""
+def _said(source: str) -> str:
+    return f"{source} " if source else ""
+
+
+def parse(text: str, source: str, setting: str | None = None) -> tuple[str, str]:
+    """'Name <email>' -> (name, email); BadInput naming source (or the setting: the CLI names it) otherwise."""
     m = _IDENT.match(text or "") if _clean(text or "") else None
     if not m:
-        raise BadInput(f"{source} must look like 'Name <email>' (one line), not {(text or '')[:100]!r}")
-    return check(m["name"], m["email"], source)
+        raise BadInput(f"{_said(source)}must look like 'Name <email>' (one line), not {(text or '')[:100]!r}",
+                       setting=setting)
+    return check(m["name"], m["email"], source, setting)

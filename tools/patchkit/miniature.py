@@ -20,7 +20,7 @@ from pathlib import Path
 import yaml
 
 from . import patchset
-from .errors import BadInput
+from .errors import BadInput, Hint
 from .git import Identity, init
 
 SCAFFOLD = Path("tests/fixtures/miniature")
@@ -49,7 +49,7 @@ def build(root: Path, dest: Path, variant: str | None = None) -> MiniatureResult
     variant, that variant's commits go on top of main."""
     dest = dest.resolve()
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
-        raise BadInput(f"{dest} already exists and is not empty; choose another DEST")
+        raise BadInput(f"{dest} already exists and is not empty", hint=Hint.choose("dest"))
     if not dest.parent.is_dir():
         raise BadInput(f"{dest.parent} does not exist")
     scaffold = root / SCAFFOLD

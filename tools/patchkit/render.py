@@ -4,9 +4,13 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import json
+import shlex
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from .errors import Hint, UserError
 
 
 def table(rows: Sequence[Sequence[Any]], header: Sequence[str] | None = None) -> str:
@@ -85,8 +89,7 @@ def dco_result(r) -> str:
     if r.ok:
         return head + "; all signed off"
     rows = [(v.commit[:12], v.subject[:50], v.reason) for v in r.violations]
-    return head + f"; {len(r.violations)} violation(s):\n" + table(rows, ("commit", "subject", "problem")) + \
-        "\nfix: make dco FIX=1 BRANCH=" + r.branch
+    return head + f"; {len(r.violations)} violation(s):\n" + table(rows, ("commit", "subject", "problem"))
 
 
 def export_result(r) -> str:
@@ -97,6 +100,65 @@ def export_result(r) -> str:
     verb = "differs from" if r.checked_only else "updated from"
     lines = [f"patches/{r.target} {verb} {r.branch}:"]
     lines += [f"  changed: {n}" for n in r.changed] + [f"  removed: {n}" for n in r.removed]
-    if r.checked_only:
-        lines.append(f"run: make export TRTLLM={r.target} BRANCH={r.branch}")
     return "\n".join(lines) + waiver
+
+
+# -- the user's vocabulary: hints said as make variables or as flags ------------------------------
+# Each setting of the library (a command's parameter) and the make variable that sets it.
+MAKE_VARIABLES = {
+    "target": "TRTLLM", "src": "TRTLLM_SRC", "url": "TRTLLM_URL", "threeway": "THREEWAY", "mode": "MODE",
+    "report": "REPORT", "branch": "BRANCH", "signoff": "SIGNOFF", "fix": "FIX", "base": "BASE",
+    "builder": "BUILDER", "dest": "DEST", "registry": "REGISTRY", "tls_verify": "TLS_VERIFY",
+}
+
+
+@dataclass(frozen=True)
+class Voice:
+    """How the user called us, so that a hint is said their way and runs as printed.
+
+    via_make: through the Makefile (it sets PATCHKIT_VIA_MAKE=1): make variables, else flags.
+    given: the settings of this invocation as the user gave them ({setting: value}).
+    options: every command's settings and their flags ({command: {setting: flag}}).
+    """
+
+    via_make: bool
+    command: str
+    given: dict[str, Any]
+    options: dict[str, dict[str, str]]
+    prefix: tuple[str, ...] = ()  # global flags to repeat (--root)
+
+    def name(self, setting: str) -> str:
+        """A setting as the user sets it: TRTLLM_SRC, or --src."""
+        if self.via_make and setting in MAKE_VARIABLES:
+            return MAKE_VARIABLES[setting]
+        flags = next((o[setting] for o in self.options.values() if setting in o), None)
+        return flags or setting
+
+    def command_line(self, command: str, changes: Sequence[tuple[str, Any]]) -> str:
+        """The command with the user's own values, changes applied, in their vocabulary."""
+        accepted = self.options.get(command, {})
+        values = {k: v for k, v in self.given.items() if k in accepted and v not in (None, False, [], "")}
+        values.update(dict(changes))
+        if self.via_make:
+            words = ["make", command]
+            for k, v in values.items():
+                if k in MAKE_VARIABLES:
+                    words.append(f"{MAKE_VARIABLES[k]}={shlex.quote('1' if v is True else str(v))}")
+            return " ".join(words)
+        words = ["patchkit", *map(shlex.quote, self.prefix), command]
+        for k, v in values.items():
+            flag = accepted.get(k, "--" + k.replace("_", "-"))
+            for one in (v if isinstance(v, (list, tuple)) else [v]):
+                words += [flag] if one is True else [flag, shlex.quote(str(one))]
+        return " ".join(words)
+
+    def hint(self, h: Hint) -> str:
+        also = f" ({h.also})" if h.also else ""
+        if h.command is None and h.settings and all(v is None for _, v in h.settings):
+            return f"choose another {', '.join(self.name(k) for k, _ in h.settings)}" + (f" {h.also}" if h.also else "")
+        return f"run: {self.command_line(h.command or self.command, h.settings)}" + also
+
+    def error(self, exc: UserError) -> str:
+        """The one line for a UserError: the setting it is about, the facts, what to do next."""
+        text = f"{self.name(exc.setting)}: {exc.message}" if exc.setting else exc.message
+        return text + (f"; {self.hint(exc.hint)}" if exc.hint else "")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import progress
-from .errors import Conflict
+from .errors import Conflict, Hint
 from .git import Identity, Index, Repo, Sha
 from .model import Patch
 
@@ -102,12 +102,12 @@ class SeriesResult:
     def ok(self) -> bool:
         return all(o.status != CONFLICT for o in self.outcomes)
 
-    def raise_on_conflict(self, where: str = "", hint: str = "") -> None:
+    def raise_on_conflict(self, where: str = "", hint: Hint | None = None, note: str = "") -> None:
         """Conflict naming the first patch that does not apply, with the full drift report."""
         bad = next((o for o in self.outcomes if o.status == CONFLICT), None)
         if bad is not None:
-            raise Conflict(f"{bad.patch.name} does not apply{where}: {bad.drift.one_line()}{hint}",
-                           details=drift_report(self.outcomes))
+            raise Conflict(f"{bad.patch.name} does not apply{where}: {bad.drift.one_line()}"
+                           + (f"; {note}" if note else ""), details=drift_report(self.outcomes), hint=hint)
 
     def named(self, status: str) -> list[str]:
         return [o.patch.name for o in self.outcomes if o.status == status]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path, PurePosixPath
 
-from .errors import BadInput, NotFound
+from .errors import BadInput, Hint, NotFound
 from .git import Repo, Sha, partial_clone, resolve_target_ref
 from .model import PatchSet
 
@@ -20,7 +20,7 @@ def obtain(ps: PatchSet, src: Path, url: str | None) -> tuple[Repo, bool]:
         _fetch_missing_ref(repo, ps)
         return repo, False
     if not src.parent.is_dir():
-        raise BadInput(f"{src.parent} does not exist; create it or choose another TRTLLM_SRC")
+        raise BadInput(f"{src.parent} does not exist", hint=Hint.choose("src", also=f"or create {src.parent}"))
     try:
         return partial_clone(url or ps.upstream.url, src, ps.upstream.ref, ps.sparse_paths), True
     except BaseException:

@@ -10,7 +10,7 @@ from pathlib import Path, PurePosixPath
 import jinja2
 
 from .. import __version__, progress, series
-from ..errors import CommandError, Conflict, NotFound, ToolMissing
+from ..errors import CommandError, Conflict, Hint, NotFound, ToolMissing
 from ..git import Repo
 from ..model import PatchSet
 from ..upstream import base_of
@@ -134,12 +134,6 @@ def base_image(builder: Builder, base: str) -> Image:
     return found
 
 
-def make_container_hint(ps: PatchSet, base: str, builder: str | None) -> str:
-    """The make container command that builds the image for these inputs, as the user would type it."""
-    return (f"make container TRTLLM={ps.target}" + (f" BASE={base}" if base != ps.container.base else "")
-            + (f" BUILDER={builder}" if builder else ""))
-
-
 def push(ps: PatchSet, *, base: str | None = None, registry: str, builder_name: str | None = None,
          tls_verify: bool = True) -> str:
     """Push the image built from base to <registry>:<its tag>; returns the destination."""
@@ -147,8 +141,7 @@ def push(ps: PatchSet, *, base: str | None = None, registry: str, builder_name: 
     image = image_name(ps, base)
     builder = pick(builder_name)
     if builder.inspect(image) is None:
-        raise NotFound(f"{image} is not in {builder.name}'s store; build it first: "
-                       f"{make_container_hint(ps, base, builder_name)}")
+        raise NotFound(f"{image} is not in {builder.name}'s store", hint=Hint.run("container"))
     dest = f"{registry.rstrip('/')}:{image.rsplit(':', 1)[-1]}"
     builder.push(image, dest, tls_verify)
     return dest

@@ -208,10 +208,10 @@ def pick(name: str | None) -> Builder:
     """The named builder, or the first that works here; ToolMissing (with the reason) when none does."""
     if name:
         if name not in BUILDERS:
-            raise ToolMissing(f"unknown BUILDER {name!r} (known: {', '.join(BUILDERS)})")
+            raise ToolMissing(f"unknown image builder {name!r} (known: {', '.join(BUILDERS)})", setting="builder")
         problem = BUILDERS[name].problem()
         if problem:
-            raise ToolMissing(f"BUILDER={name} does not work on this machine: {problem}")
+            raise ToolMissing(f"{name} does not work on this machine: {problem}", setting="builder")
         return BUILDERS[name]
     problems = []
     for builder in BUILDERS.values():

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 
 from .. import progress, series
-from ..errors import BadInput
+from ..errors import BadInput, Hint
 from ..git import Repo
 from ..model import PatchSet
 from ..upstream import base_of
@@ -69,6 +69,11 @@ class DeltaResult:
     def ok(self) -> bool:
         return self.valid and (self.matches_expected or self.fixed_upstream is not None)
 
+    @property
+    def hints(self) -> list[Hint]:
+        """Tests that could not run here run in container mode."""
+        return [Hint.run(None, mode="container")] if self.not_run and self.mode != "container" else []
+
 
 def _tree_summary(run: TreeRun) -> dict:
     return {**compare.counts(run), "exitstatus": run.exitstatus,
@@ -80,7 +85,7 @@ def delta(ps: PatchSet, *, repo: Repo, mode: str, report: Path, runner: Runner |
           builder_name: str | None = None) -> DeltaResult:
     """Build both trees in scratch space, run the declared tests, classify, grade, write the report."""
     if mode not in MODES:
-        raise BadInput(f"MODE must be one of {', '.join(MODES)}, not {mode!r}")
+        raise BadInput(f"must be one of {', '.join(MODES)}, not {mode!r}", setting="mode")
     tests = list(ps.tests.all)
     if not tests:
         raise BadInput(f"the {ps.target} patch set declares no tests (tests.regression in patchset.yaml)")
@@ -191,7 +196,7 @@ def render(r: DeltaResult) -> str:
     files = sorted({tid.split("::")[0] for tid in r.not_run})
     for f in files:
         reason = next(v for k, v in r.not_run.items() if k.split("::")[0] == f)
-        lines.append(f"not run here: {f} ({reason}); run it with MODE=container")
+        lines.append(f"not run here: {f} ({reason})")
     lines += [f"INVALID: {why}" for why in r.invalid]
     lines += [f"MISMATCH: {m}" for m in r.mismatches]
     lines.append(f"verdict: {'matches the declared delta' if r.ok else 'does not match'}; report: {r.report}")

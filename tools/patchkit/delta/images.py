@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..container.build import image_name, make_container_hint
+from ..container.build import image_name
 from ..container.builders import Builder, Image, pick
-from ..errors import Conflict, NotFound
+from ..errors import Conflict, Hint, NotFound
 from ..model import PatchSet
 
 # label -> what it is called in the one-line refusal
@@ -30,21 +30,21 @@ def resolve(ps: PatchSet, *, commit: str, base: str | None = None, builder_name:
     """The base image and the patched image for this set and commit, or one line saying why not."""
     base = base or ps.container.base
     builder = pick(builder_name)
-    hint = make_container_hint(ps, base, builder_name)
+    hint = Hint.run("container")  # with the user's own target, checkout, base and builder
     found = builder.inspect(base)
     if found is None:
-        raise NotFound(f"the base image {base} is not in {builder.name}'s store; {hint} pulls it and builds the "
-                       "patched image")
+        raise NotFound(f"the base image {base} is not in {builder.name}'s store",
+                       hint=Hint("container", also="it pulls the base and builds the patched image"))
     name = image_name(ps, base)
     patched = builder.inspect(name)
     if patched is None:
-        raise NotFound(f"no patched image {name} in {builder.name}'s store; build it first: {hint}")
+        raise NotFound(f"no patched image {name} in {builder.name}'s store", hint=hint)
     want = {"io.patchkit.upstream.commit": commit, "io.patchkit.patchset.sha256": ps.content_hash,
             "org.opencontainers.image.base.digest": found.digest}
     stale = [f"{CHECKED[k]} {_short(patched.labels.get(k))} (now {_short(v)})" for k, v in want.items()
              if patched.labels.get(k) != v]
     if stale:
-        raise Conflict(f"{name} is stale: built for {', '.join(stale)}; rebuild it: {hint}")
+        raise Conflict(f"{name} is stale: built for {', '.join(stale)}", hint=hint)
     return Images(builder, found, patched)
 
 

@@ -13,7 +13,7 @@ import jinja2
 
 from ..delta.compare import file_of, outcome_counts
 from .. import schema as S
-from ..errors import Conflict, NotFound
+from ..errors import Conflict, Hint, NotFound
 from ..git import Repo, short_ref
 from ..model import PatchSet
 from . import checklist, template as template_mod
@@ -53,18 +53,18 @@ REPORT_SCHEMA = S.record({
 
 
 def load_report(path: Path, ps: PatchSet, upstream_commit: str) -> dict:
-    """The delta report for this target and commit, or an error that says to run make delta."""
-    again = f"run make delta TRTLLM={ps.target}"
+    """The delta report for this target and commit, or an error whose hint is to run delta."""
+    again = Hint.run("delta")
     if not path.is_file():
-        raise NotFound(f"no delta report at {path}; {again}")
+        raise NotFound(f"no delta report at {path}", hint=again)
     report = S.validate(S.load_json(path), REPORT_SCHEMA, str(path))
     if report.get("target") != ps.target:
-        raise Conflict(f"{path} is the delta of {report.get('target')!r}, not {ps.target!r}; {again}")
+        raise Conflict(f"{path} is the delta of {report.get('target')!r}, not {ps.target!r}", hint=again)
     if report.get("upstream_commit") != upstream_commit:
         raise Conflict(f"{path} was measured on {str(report.get('upstream_commit'))[:12]}, "
-                       f"but {ps.upstream.ref} is {upstream_commit[:12]}; {again}")
+                       f"but {ps.upstream.ref} is {upstream_commit[:12]}", hint=again)
     if not (report.get("matches_expected") and report.get("valid", True)):
-        raise Conflict(f"{path} does not match the set's expectations; fix that, then {again}")
+        raise Conflict(f"{path} does not match the set's expectations; fix that, then run delta again", hint=again)
     return report
 
 

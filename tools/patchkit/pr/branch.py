@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import series
-from ..errors import Conflict, ExitCode, UserError
+from ..errors import Conflict, ExitCode, Hint, UserError
 from ..git import Repo
 from ..model import PatchSet
 from ..upstream import base_of
@@ -42,7 +42,7 @@ def pr(ps: PatchSet, *, repo: Repo, report: Path, out_dir: Path, signoff: str | 
     res = series.apply_series(repo, base, ps.patches, committer=who, committer_date=committer_date,
                               message_filter=lambda m: dco.add_signoff(repo, m, who),
                               extra=lambda tb: waiver_edit.apply_to(tb, ps))
-    res.raise_on_conflict(f" to {ref}", "; run make check")
+    res.raise_on_conflict(f" to {ref}", Hint.run("check"))
     skipped = res.named(series.UPSTREAM)
     if skipped:
         raise Conflict(f"{', '.join(skipped)} already upstream at {ref}; update the patch set before a PR")

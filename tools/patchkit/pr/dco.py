@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field
 
 from .. import identity
-from ..errors import BadInput, Conflict, NotFound
+from ..errors import BadInput, Conflict, Hint, NotFound
 from ..git import Identity, Repo
 
 _IDENT = re.compile(r"^\s*(?P<name>[^<]*?)\s*<(?P<email>[^>]+)>\s*$")
@@ -18,7 +18,7 @@ _IDENT = re.compile(r"^\s*(?P<name>[^<]*?)\s*<(?P<email>[^>]+)>\s*$")
 
 def parse_identity(text: str) -> Identity:
     """'Name <email>' -> Identity; BadInput otherwise."""
-    return Identity(*identity.parse(text, "SIGNOFF"))
+    return Identity(*identity.parse(text, "", setting="signoff"))
 
 
 def signoff_identity(repo: Repo, signoff: str | None) -> Identity:
@@ -27,7 +27,7 @@ def signoff_identity(repo: Repo, signoff: str | None) -> Identity:
         return parse_identity(signoff)
     ident = repo.identity()
     if ident is None:
-        raise BadInput("no sign-off identity: set SIGNOFF=\"Name <email>\" or git config user.name and user.email")
+        raise BadInput("no sign-off identity", hint=Hint.choose("signoff", also="or set git config user.name and user.email"))
     return ident
 
 
@@ -56,6 +56,10 @@ class DcoResult:
     @property
     def ok(self) -> bool:
         return not self.violations
+
+    @property
+    def hints(self) -> list[Hint]:
+        return [] if self.ok or self.fixed else [Hint.run(None, fix=True)]
 
 
 def _same(a: Identity, b: Identity) -> bool:

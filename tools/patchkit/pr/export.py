@@ -12,7 +12,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import BadInput, NotFound
+from ..errors import BadInput, Hint, NotFound
 from ..git import Repo
 from ..model import PatchSet
 from ..upstream import base_of
@@ -33,6 +33,10 @@ class ExportResult:
     @property
     def up_to_date(self) -> bool:
         return not (self.changed or self.removed)
+
+    @property
+    def hints(self) -> list[Hint]:
+        return [Hint.run("export")] if self.checked_only and not self.up_to_date else []
 
 
 def render_patches(ps: PatchSet, repo: Repo, branch: str, waiver_out: Path | None = None) -> dict[str, bytes]:

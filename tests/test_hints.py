@@ -1,0 +1,116 @@
+"""Every hint runs as printed, in the user's vocabulary, with the user's own values (#10).
+
+The library says what went wrong and which setting would change it; the CLI says it as make
+variables when make runs it and as flags otherwise. Each test here takes the printed command
+and runs it, unchanged, the way the user would: through make in the project directory, or
+`patchkit` from a shell.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import ROOT, copy_root, sh
+
+UTIL = "tensorrt_llm/_torch/pyexecutor/_util.py"
+SIGNOFF = "Jane Developer <jane@example.com>"
+
+
+@pytest.fixture
+def shell_env(tmp_path):
+    """A user's shell: patchkit on PATH; make's setup step already done (SETUP=, PATCHKIT=)."""
+    root = copy_root(tmp_path)
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+               PATCHKIT_ROOT=str(root), SETUP="", PATCHKIT=f"{sys.executable} -m patchkit")
+    return root, env
+
+
+def run(line: str | list[str], env: dict) -> subprocess.CompletedProcess:
+    argv = shlex.split(line) if isinstance(line, str) else [str(a) for a in line]
+    return subprocess.run(argv, cwd=ROOT, env=env, text=True, capture_output=True)
+
+
+def hint_in(text: str) -> str:
+    """The printed command after 'run: ' (to the end of the line, or to a ' (' aside)."""
+    m = re.search(r"run: (.+?)(?: \(.*\))?$", text, re.M)
+    assert m, text
+    return m.group(1)
+
+
+def _drift(upstream: Path, tmp_path: Path) -> Path:
+    util = upstream / UTIL
+    util.write_text(util.read_text().replace("encoder_hidden_size // encoder_num_heads\n",
+                                             "encoder_hidden_size // max(encoder_num_heads, 1)\n"))
+    sh("git", "-C", upstream, "commit", "-qam", "Guard the head size division")
+    clone = tmp_path / "clone"
+    sh("git", "clone", "-q", upstream.as_uri(), clone)
+    return clone
+
+
+@pytest.mark.parametrize("via", ["make", "cli"])
+def test_drift_hint_turns_threeway_on_and_runs(via, upstream, tmp_path, shell_env):
+    _root, env = shell_env
+    clone = _drift(upstream, tmp_path)
+    first = (["make", "-s", "apply", "TRTLLM=main", f"TRTLLM_SRC={clone}"] if via == "make"
+             else ["patchkit", "apply", "--target", "main", "--src", clone])
+    res = run(first, env)
+    assert res.returncode == (2 if via == "make" else 3), res.stderr  # make says 2 for any failing recipe
+    hint = hint_in(res.stderr)
+    assert hint == (f"make apply TRTLLM=main TRTLLM_SRC={clone} THREEWAY=1" if via == "make"
+                    else f"patchkit apply --target main --src {clone} --threeway")
+    again = run(hint, env)
+    assert again.returncode == 0, again.stderr
+    assert "needed a 3-way merge: 0001-" in again.stdout
+
+
+@pytest.mark.parametrize("via", ["make", "cli"])
+def test_check_export_hint_keeps_the_users_checkout_and_runs(via, checkout, shell_env):
+    root, env = shell_env
+    sh("git", "-C", checkout, "checkout", "-q", "-b", "mine")
+    assert run(["patchkit", "apply", "--target", "main", "--src", checkout], env).returncode == 0
+    sh("git", "-C", checkout, "commit", "-q", "--amend", "-m", "[#19514][test] A reworded test commit")
+    first = (["make", "-s", "check-export", "TRTLLM=main", f"TRTLLM_SRC={checkout}"] if via == "make"
+             else ["patchkit", "check-export", "--target", "main", "--src", checkout])
+    res = run(first, env)
+    assert res.returncode == (2 if via == "make" else 1) and "differs from overlay/main" in res.stdout
+    hint = hint_in(res.stdout)
+    assert f"{checkout}" in hint  # the user's TRTLLM_SRC, without which export would look elsewhere
+    assert run(hint, env).returncode == 0
+    assert run(first, env).returncode == 0  # now up to date
+    assert "reworded" in "".join(p.read_text() for p in (root / "patches" / "main").glob("0002-*.patch"))
+
+
+@pytest.mark.parametrize("via", ["make", "cli"])
+def test_pr_without_a_report_says_to_run_delta_with_the_users_report(via, checkout, tmp_path, shell_env):
+    _root, env = shell_env
+    report = tmp_path / "reports" / "rc25.json"
+    first = (["make", "-s", "pr", "TRTLLM=rc25", f"TRTLLM_SRC={checkout}", f"REPORT={report}", f"SIGNOFF={SIGNOFF}"]
+             if via == "make" else
+             ["patchkit", "pr", "--target", "rc25", "--src", checkout, "--report", report, "--signoff", SIGNOFF])
+    res = run(first, env)
+    assert res.returncode == (2 if via == "make" else 4) and f"no delta report at {report}" in res.stderr
+    hint = hint_in(res.stderr)
+    assert hint == (f"make delta TRTLLM=rc25 TRTLLM_SRC={checkout} REPORT={report}" if via == "make"
+                    else f"patchkit delta --target rc25 --src {checkout} --report {report}")
+    assert run(hint, env).returncode == 0
+    done = run(first, env)
+    assert done.returncode == 0, done.stderr
+    assert "branch pr/rc25" in done.stdout
+
+
+def test_a_wrong_setting_is_named_as_the_user_set_it(tmp_path, shell_env):
+    _root, env = shell_env
+    dest = tmp_path / "taken"
+    dest.mkdir()
+    (dest / "file").write_text("x\n")
+    res = run(["make", "-s", "miniature", f"DEST={dest}"], env)
+    assert res.returncode == 2 and res.stderr.splitlines()[0].endswith("not empty; choose another DEST")
+    res = run(["patchkit", "miniature", "--dest", dest], env)
+    assert res.returncode == 2 and res.stderr.splitlines() == [
+        f"patchkit: error: {dest} already exists and is not empty; choose another --dest"]
