@@ -163,7 +163,7 @@ def test_missing_builder_is_tool_missing(miniature_template, tmp_path, capsys, m
     monkeypatch.setenv("PATH", str(bin_dir))
     code = _container(tmp_path, "--src", str(miniature_template), "--builder", "podman")
     assert code == 5
-    assert capsys.readouterr().err == ("patchkit: error: BUILDER=podman does not work on this machine: "
+    assert capsys.readouterr().err == ("patchkit: error: --builder: podman does not work on this machine: "
                                        "podman is not installed or not on PATH\n")
 
 
@@ -174,7 +174,7 @@ def test_broken_builder_is_tool_missing_with_its_reason(miniature_template, tmp_
     code = _container(tmp_path, "--src", str(miniature_template), "--builder", "buildah")
     err = capsys.readouterr().err
     assert code == 5 and err.count("\n") == 1, err
-    assert err.startswith("patchkit: error: BUILDER=buildah does not work on this machine: ")
+    assert err.startswith("patchkit: error: --builder: buildah does not work on this machine: ")
     assert "driver not supported" in err
 
 
