@@ -124,3 +124,27 @@ def test_malformed_waives_file_stops_apply_with_nothing_written(upstream, tmp_pa
     assert code == 2 and err.strip() == (f"patchkit: error: tests/integration/test_lists/waives.txt:{lineno}: "
                                         'Invalid syntax for reason: " no parentheses". Did you forget to add parentheses?')
     assert state_of(clone) == before
+
+
+def test_merged_lines_keep_order_endings_and_sortedness():
+    """The one-pass merge: kept lines in order, new ones at their sorted places, endings kept."""
+    import random
+    from collections import Counter
+    from patchkit.waives.narrow import _merge
+    from patchkit.waives.parse import split_lines
+    rng = random.Random(3)
+    for _ in range(2000):
+        lines = sorted(f"{rng.choice('abcdef')}{rng.randrange(50)} SKIP" for _ in range(rng.randrange(8)))
+        for _ in range(rng.randrange(3)):
+            lines.insert(rng.randrange(len(lines) + 1), rng.choice(["# note", ""]))
+        nl = rng.choice(["\n", "\r\n"])
+        text = nl.join(lines) + (nl if rng.random() < 0.7 else "")
+        kept = parse_waives(text)
+        new = sorted({f"{rng.choice('abcdef')}{rng.randrange(50)}x SKIP" for _ in range(rng.randrange(5))})
+        out = _merge(kept, new, nl)
+        pieces = split_lines(out)
+        texts = [t for t, _ in pieces]
+        named = [t for t in texts if t and not t.startswith("#")]
+        assert Counter(texts) == Counter([e.text for e in kept] + new), (text, new)
+        assert named == sorted(named) and [t for t in texts if t not in new] == [e.text for e in kept]
+        assert all(end == nl for _, end in pieces[:-1]) and (not text or out.endswith(nl) == text.endswith(nl))
