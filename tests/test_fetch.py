@@ -167,3 +167,19 @@ def test_a_later_apply_on_the_same_clone_fetches_only_its_own_ref(generated, tmp
     assert [o.status for o in res.outcomes] == [series.APPLIED, series.APPLIED]
     new = {sha: t for sha, t in received(src).items() if sha not in before}
     assert of_type(new, "commit") == {git(generated, "rev-parse", "v1.3.0rc25^{commit}")}
+
+
+def test_bench_reports_the_cold_apply_at_the_limit_and_the_old_clone_above_it(tmp_path):
+    """make bench's own numbers: the clone apply makes now receives exactly the limit's objects
+    (one commit, its trees, the set's blobs), the old one history, the full clone everything."""
+    from patchkit import fetchbench
+    shape = benchgen.Shape(files=300, dirs=50, commits=200, binaries=1, binary_mib=0.25)
+    b = fetchbench.clone_bench(ROOT, tmp_path / "bench", shape, targets=("main",))
+    now, before, full = (b.run("main", m) for m in (fetchbench.NOW, fetchbench.BEFORE, fetchbench.FULL))
+    limit = b.limits[0]
+    assert now.objects == limit.objects
+    assert now.received_bytes < limit.received_bytes * 1.05
+    assert before.objects > 10 * now.objects and full.objects > before.objects
+    assert b.ratio("main") < b.ratio("main", fetchbench.BEFORE) < 1
+    text = fetchbench.render(b)
+    assert "limit: 1 commit, its trees, the set's blobs" in text and "steps of the cold apply now: cloning main" in text

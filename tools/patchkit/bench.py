@@ -1,85 +1,37 @@
-"""make bench: partial versus full clone, a full source-mode delta, the patched image build.
+"""make bench: the cold start by clone method, a full source-mode delta, the patched image
+build, the waiver step at scale.
 
-The clone upstream is generated: the miniature, plus thousands of files and a long history
-laid on top with git fast-import, so the comparison has something to save.
+The clone upstream is generated with real proportions (benchgen: 15,000 files, 5,000
+commits, a few large binaries, the miniature laid in); fetchbench measures it.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
-import random
 import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import apply as apply_mod, miniature, patchset, proc
+from . import benchgen, fetchbench, miniature, patchset, proc, progress
 from .container import build as cbuild
 from .container.testbase import make_base
 from .delta import command as delta_cmd
-from .git import Repo, clone
+from .git import Repo
 from .waives.bench import render_waiver_bench, waiver_bench  # noqa: F401 (make bench runs it)
 
 
-@dataclass(frozen=True)
-class CloneBench:
-    files: int
-    commits: int
-    partial_seconds: float
-    full_seconds: float
-    partial_bytes: int
-    full_bytes: int
-
-    @property
-    def byte_ratio(self) -> float:
-        return self.full_bytes / max(self.partial_bytes, 1)
-
-    @property
-    def time_ratio(self) -> float:
-        return self.full_seconds / max(self.partial_seconds, 1e-9)
+def clone_bench(root: Path, workdir: Path, files: int | None = None, commits: int | None = None) -> fetchbench.CloneBench:
+    """The cold start by clone method, on a generated upstream (fetchbench); files and commits
+    override the generated upstream's real proportions (benchgen.Shape)."""
+    shape = benchgen.Shape(**{k: v for k, v in (("files", files), ("commits", commits)) if v})
+    if files:  # keep about ten files a directory
+        shape = dataclasses.replace(shape, dirs=max(len(benchgen.ATTACH) + 1, files // 9))
+    return fetchbench.clone_bench(root, workdir, shape)
 
 
-def large_upstream(root: Path, dest: Path, files: int, commits: int, seed: int = 7) -> Path:
-    """The miniature with `files` extra files changed over `commits` commits (fast-import)."""
-    miniature.build(root, dest)
-    repo = Repo(dest)
-    rng = random.Random(seed)
-    tip = repo.rev_parse("main")
-    out = []
-    for c in range(commits):
-        changed = range(files) if c == 0 else rng.sample(range(files), 25)
-        msg = f"bulk change {c}\n"
-        out.append(f"commit refs/heads/main\ncommitter Bench <bench@example.invalid> {1790000000 + c} +0000\n"
-                   f"data {len(msg)}\n{msg}" + (f"from {tip}\n" if c == 0 else ""))
-        for i in changed:
-            body = "".join(f"line {j} of module {i}, revision {c} {rng.random()}\n" for j in range(40))
-            out.append(f"M 100644 inline cpp/module_{i // 100}/file_{i}.cc\ndata {len(body.encode())}\n{body}")
-    repo.fast_import("".join(out))
-    repo.force_checkout("main")
-    return dest
-
-
-def _du(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
-
-
-def clone_bench(root: Path, workdir: Path, files: int = 3000, commits: int = 300) -> CloneBench:
-    if workdir.exists():
-        shutil.rmtree(workdir)
-    workdir.mkdir(parents=True)
-    up = large_upstream(root, workdir / "upstream", files, commits)
-    ps = patchset.load(root, "main")
-    url = up.as_uri()
-
-    t0 = time.perf_counter()
-    apply_mod.apply(ps, src=workdir / "partial", url=url)
-    partial = time.perf_counter() - t0
-
-    t0 = time.perf_counter()
-    clone(url, workdir / "full")
-    apply_mod.apply(ps, src=workdir / "full")
-    full = time.perf_counter() - t0
-    return CloneBench(files, commits, partial, full, _du(workdir / "partial"), _du(workdir / "full"))
+render_bench = fetchbench.render
 
 
 @dataclass(frozen=True)
@@ -87,7 +39,8 @@ class DeltaBench:
     target: str
     seconds: float
     cases: int
-    target_seconds: float = 2.0
+    target_seconds: float = 1.0
+    steps: tuple[tuple[str, float], ...] = ()
 
 
 def delta_bench(root: Path, workdir: Path, target: str = "rc25", repeat: int = 3) -> DeltaBench:
@@ -97,19 +50,23 @@ def delta_bench(root: Path, workdir: Path, target: str = "rc25", repeat: int = 3
     if not up.exists():
         miniature.build(root, up)
     ps = patchset.load(root, target)
-    best, cases = float("inf"), 0
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        res = delta_cmd.delta(ps, repo=Repo(up), mode="source", report=workdir / "delta.json")
-        best = min(best, time.perf_counter() - t0)
+    best, cases, best_steps = float("inf"), 0, []
+    for i in range(repeat):
+        with progress.timings() as steps, progress.step(f"measuring: source-mode delta {target} ({i + 1}/{repeat})"):
+            t0 = time.perf_counter()
+            res = delta_cmd.delta(ps, repo=Repo(up), mode="source", report=workdir / "delta.json")
+            seconds = time.perf_counter() - t0
+        if seconds < best:
+            best, best_steps = seconds, [s for s in steps if not s[0].startswith("measuring")]
         cases = res.unpatched["passed"] + res.unpatched["failed"]
-    return DeltaBench(target, best, cases)
+    return DeltaBench(target, best, cases, steps=tuple(best_steps))
 
 
 def render_delta_bench(b: DeltaBench) -> str:
     verdict = "under" if b.seconds < b.target_seconds else "OVER"
     return (f"source-mode delta {b.target} (both trees, {b.cases} cases each): {b.seconds:.2f} s "
-            f"({verdict} the {b.target_seconds:.0f} s target)")
+            f"({verdict} the {b.target_seconds:.0f} s target)\n  steps: "
+            + "; ".join(f"{fetchbench.short_step(name)} {s:.2f} s" for name, s in b.steps))
 
 
 @dataclass(frozen=True)
@@ -166,9 +123,10 @@ def _container_bench_in(root: Path, workdir: Path, big_mb: int, driver: str) -> 
     big = make_base("localhost/bench-base:big", tree, site, ballast_mb=big_mb)
     times = []
     for base in (small, big):
-        t0 = time.perf_counter()
-        res = cbuild.build(root, ps, Repo(up), context_dir=workdir / "ctx", base=base, builder_name="buildah")
-        times.append(time.perf_counter() - t0)
+        with progress.step(f"measuring: the patched image from {base}"):
+            t0 = time.perf_counter()
+            res = cbuild.build(root, ps, Repo(up), context_dir=workdir / "ctx", base=base, builder_name="buildah")
+            times.append(time.perf_counter() - t0)
     oci = workdir / "oci"
     if oci.exists():
         shutil.rmtree(oci)
@@ -185,12 +143,3 @@ def render_container_bench(b: "ContainerBench | str") -> str:
         return b
     return (f"[{b.driver} storage] patched image from a small base: {b.small_seconds:6.2f} s; from a {b.big_base_mb} MiB base: "
             f"{b.big_seconds:6.2f} s (ratio {b.ratio:.1f}x); patched layer {b.layer_bytes / 1024:.1f} KiB")
-
-
-def render_bench(b: CloneBench) -> str:
-    return "\n".join([
-        f"upstream: {b.files} generated files over {b.commits} commits (plus the miniature)",
-        f"partial clone + apply: {b.partial_seconds:7.2f} s  {b.partial_bytes / 1e6:9.2f} MB",
-        f"full clone + apply:    {b.full_seconds:7.2f} s  {b.full_bytes / 1e6:9.2f} MB",
-        f"ratio (full/partial):  {b.time_ratio:7.1f}x   {b.byte_ratio:8.1f}x",
-    ])

@@ -1,0 +1,159 @@
+"""make bench, the cold start: what a cold apply of each target costs, by clone method.
+
+On an upstream generated with real proportions (benchgen), for each target: a full clone,
+the blobless clone with the ref's history that apply made before #12, the clone apply makes
+now (one commit, its trees, the set's blobs), and tree:0 with lazy fetches for comparison;
+each followed by the apply itself. Reported per run: wall time, bytes on disk (the whole
+checkout, .git included), bytes received (the packs git stored as they came), objects
+received, and the steps' own times; and per target the limit: one pack of the commit, its
+trees and the set's blobs.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import apply as apply_mod, benchgen, patchset, progress
+from .git import Repo, clone, partial_clone
+
+GOAL = 0.005  # a cold apply receives at most 0.5 % of a full clone's bytes
+TARGETS = ("rc25", "main")
+FULL, BEFORE, NOW, TREE0 = "full clone", "blobless + history (before)", "depth 1, blob:none (now)", "depth 1, tree:0 + lazy"
+
+
+@dataclass(frozen=True)
+class ColdApply:
+    target: str
+    method: str
+    seconds: float
+    disk_bytes: int
+    received_bytes: int
+    objects: int
+    steps: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True)
+class Limit:
+    target: str
+    received_bytes: int
+    objects: int
+
+
+@dataclass
+class CloneBench:
+    files: int
+    dirs: int
+    commits: int
+    generate_seconds: float
+    generate_cpu_seconds: float
+    runs: list[ColdApply] = field(default_factory=list)
+    limits: list[Limit] = field(default_factory=list)
+    goal: float = GOAL
+
+    def run(self, target: str, method: str) -> ColdApply:
+        return next(r for r in self.runs if r.target == target and r.method == method)
+
+    def ratio(self, target: str, method: str = NOW) -> float:
+        return self.run(target, method).received_bytes / max(self.run(target, FULL).received_bytes, 1)
+
+    @property
+    def goal_met(self) -> bool:
+        return all(self.ratio(t) <= self.goal for t in {r.target for r in self.runs})
+
+
+def _du(path: Path) -> int:
+    return sum(p.lstat().st_size for p in path.rglob("*") if p.is_file() or p.is_symlink())
+
+
+def _cpu() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def clone_bench(root: Path, workdir: Path, shape: benchgen.Shape = benchgen.Shape(),
+                targets: tuple[str, ...] = TARGETS) -> CloneBench:
+    """Generate the upstream under workdir, then cold-apply each target by each method."""
+    if workdir.exists():
+        shutil.rmtree(workdir)
+    workdir.mkdir(parents=True)
+    cpu0 = _cpu()
+    with progress.step(f"generating an upstream of {shape.files:,} files and {shape.commits:,} commits"):
+        gen = benchgen.generate(root, workdir / "upstream.git", shape)
+    bench = CloneBench(gen.files, gen.dirs, gen.commits, gen.seconds, _cpu() - cpu0)
+    url, up = gen.path.as_uri(), Repo(gen.path)
+
+    # One full clone serves every target (it holds every ref); its time counts for each.
+    full = workdir / "full"
+    with progress.timings() as steps, progress.step("measuring: full clone"):
+        t0 = time.perf_counter()
+        clone(url, full)
+        clone_seconds = time.perf_counter() - t0
+    clone_steps = tuple(steps)
+    for target in targets:
+        ps = patchset.load(root, target)
+        with progress.timings() as steps, progress.step(f"measuring: {target}, apply on the full clone"):
+            t0 = time.perf_counter()
+            apply_mod.apply(ps, src=full)
+            seconds = clone_seconds + time.perf_counter() - t0
+        stats = Repo(full).object_stats()
+        bench.runs.append(ColdApply(target, FULL, seconds, _du(full), stats.pack_bytes, stats.objects,
+                                    clone_steps + tuple(steps)))
+        apply_mod.unapply(ps, src=full)
+        for method, depth, filt in ((BEFORE, None, "blob:none"), (NOW, 1, "blob:none"), (TREE0, 1, "tree:0")):
+            dest = workdir / f"{target}-{len(bench.runs)}"
+            with progress.timings() as steps, progress.step(f"measuring: {target}, cold apply, {method}"):
+                t0 = time.perf_counter()
+                if method == NOW:  # exactly what make apply TRTLLM_URL=... does
+                    apply_mod.apply(ps, src=dest, url=url)
+                else:
+                    partial_clone(url, dest, ps.upstream.ref, ps.sparse_paths, depth=depth, filter=filt)
+                    apply_mod.apply(ps, src=dest)
+                seconds = time.perf_counter() - t0
+            stats = Repo(dest).object_stats()
+            bench.runs.append(ColdApply(target, method, seconds, _du(dest), stats.pack_bytes, stats.objects, tuple(steps)))
+        objects = up.commit_objects(ps.upstream.ref, ps.sparse_paths)
+        bench.limits.append(Limit(target, up.packed_size(objects), len(objects)))
+    return bench
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def short_step(step: str) -> str:
+    """'cloning main from file:///...' -> 'cloning main'; 'patch 1/2: 0001-...' -> 'patch 1/2'."""
+    return step.split(" from ")[0].split(": ")[0].split(" (")[0]
+
+
+def render(b: CloneBench) -> str:
+    from .render import table
+    lines = [f"upstream: {b.files:,} files in {b.dirs:,} directories, {b.commits:,} commits; "
+             f"generated in {b.generate_seconds:.1f} s ({b.generate_cpu_seconds:.1f} s CPU)"]
+    rows = []
+    for target in sorted({r.target for r in b.runs}, key=lambda t: TARGETS.index(t) if t in TARGETS else 99):
+        for r in (x for x in b.runs if x.target == target):
+            rows.append((target, r.method, f"{r.seconds:.2f}", _size(r.disk_bytes), _size(r.received_bytes),
+                         f"{r.objects:,}", f"{100 * b.ratio(target, r.method):.2f} %"))
+        lim = next(x for x in b.limits if x.target == target)
+        full = b.run(target, FULL).received_bytes
+        rows.append((target, "limit: 1 commit, its trees, the set's blobs", "", "", _size(lim.received_bytes),
+                     f"{lim.objects:,}", f"{100 * lim.received_bytes / max(full, 1):.2f} %"))
+    lines.append(table(rows, ("target", "cold apply by", "wall s", "on disk", "received", "objects", "of full clone")))
+    for target in sorted({r.target for r in b.runs}):
+        r = b.run(target, NOW)
+        inner = [(short_step(name), s) for name, s in r.steps if not name.startswith("measuring")]
+        rest = r.seconds - sum(s for _, s in inner)
+        lines.append(f"{target}, steps of the cold apply now: "
+                     + "; ".join(f"{name} {s:.2f} s" for name, s in inner + [("the rest", rest)]))
+    verdict = "met" if b.goal_met else "NOT met"
+    worst = max(b.ratio(t) for t in {r.target for r in b.runs})
+    lines.append(f"goal: a cold apply receives at most {100 * b.goal:.1f} % of a full clone's bytes: {verdict} "
+                 f"(worst {100 * worst:.2f} %)")
+    return "\n".join(lines)
