@@ -70,3 +70,42 @@ def test_docker_runs_tests_without_network_with_the_mounts():
         workdir="/patchkit/tree", env={"PYTHONPATH": "/p"})
     assert cmd == ["docker", "run", "--rm", "--network=none", "-v", "/t:/patchkit/tree:ro", "-v", "/o:/patchkit/out",
                    "-w", "/patchkit/tree", "-e", "PYTHONPATH=/p", "img:1", "python3", "-m", "pytest"]
+
+
+class _Store:
+    """A builder whose store holds the given images; runs nothing."""
+
+    name = "buildah"
+
+    def __init__(self, images):
+        self.images = images
+
+    def problem(self):
+        return None
+
+    def inspect(self, image):
+        return self.images.get(image)
+
+
+@pytest.mark.parametrize("changed, said", [
+    ("io.patchkit.upstream.commit", "built for upstream commit 000000000000 (now cccccccccccc)"),
+    ("io.patchkit.patchset.sha256", "built for patch set 000000000000 (now {hash})"),
+    ("org.opencontainers.image.base.digest", "built for base digest 000000000000 (now dddddddddddd)"),
+])
+def test_an_image_built_from_other_inputs_is_stale(monkeypatch, changed, said):
+    from patchkit import patchset
+    from patchkit.container.build import image_name
+    from patchkit.delta import images
+    from patchkit.errors import Conflict
+    from helpers import ROOT
+    ps = patchset.load(ROOT, "rc25")
+    base = builders.Image("localhost/b:1", "id0", "sha256:" + "d" * 64)
+    labels = {"io.patchkit.upstream.commit": "c" * 40, "io.patchkit.patchset.sha256": ps.content_hash,
+              "org.opencontainers.image.base.digest": base.digest}
+    patched = builders.Image(image_name(ps, base.name), "id1", "sha256:" + "e" * 64, labels)
+    monkeypatch.setattr(builders, "BUILDERS", {"buildah": _Store({base.name: base, patched.name: patched})})
+    assert images.resolve(ps, commit="c" * 40, base=base.name, builder_name="buildah").patched == patched
+    labels[changed] = ("sha256:" if "digest" in changed else "") + "0" * 40
+    with pytest.raises(Conflict) as info:
+        images.resolve(ps, commit="c" * 40, base=base.name, builder_name="buildah")
+    assert str(info.value) == f"{patched.name} is stale: " + said.format(hash=ps.content_hash[:12])
