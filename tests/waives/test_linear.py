@@ -69,7 +69,8 @@ def test_parsing_and_matching_are_linear():
 
 def test_the_waiver_bench_runs_the_real_step_on_a_grown_upstream(tmp_path):
     """make bench's waiver figure comes from the apply code path on a file of the size asked for."""
-    from patchkit.waives.bench import render_waiver_bench, waiver_bench
+    from patchkit.render import waiver_bench as render_waiver_bench
+    from patchkit.waives.bench import waiver_bench
     from helpers import ROOT
     b = waiver_bench(ROOT, tmp_path, lines=3000, files=150, repeat=1)
     mini = ROOT / "tests/fixtures/miniature/base/tests/unittest/_torch/executor"

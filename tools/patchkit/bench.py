@@ -19,7 +19,7 @@ from .container import build as cbuild
 from .container.testbase import make_base
 from .delta import command as delta_cmd
 from .git import Repo
-from .waives.bench import render_waiver_bench, waiver_bench  # noqa: F401 (make bench runs it)
+from .waives.bench import waiver_bench  # noqa: F401 (make bench runs it)
 
 
 def clone_bench(root: Path, workdir: Path, files: int | None = None, commits: int | None = None) -> fetchbench.CloneBench:
@@ -29,9 +29,6 @@ def clone_bench(root: Path, workdir: Path, files: int | None = None, commits: in
     if files:  # keep about ten files a directory
         shape = dataclasses.replace(shape, dirs=max(len(benchgen.ATTACH) + 1, files // 9))
     return fetchbench.clone_bench(root, workdir, shape)
-
-
-render_bench = fetchbench.render
 
 
 @dataclass(frozen=True)
@@ -60,13 +57,6 @@ def delta_bench(root: Path, workdir: Path, target: str = "rc25", repeat: int = 3
             best, best_steps = seconds, [s for s in steps if not s[0].startswith("measuring")]
         cases = res.unpatched["passed"] + res.unpatched["failed"]
     return DeltaBench(target, best, cases, steps=tuple(best_steps))
-
-
-def render_delta_bench(b: DeltaBench) -> str:
-    verdict = "under" if b.seconds < b.target_seconds else "OVER"
-    return (f"source-mode delta {b.target} (both trees, {b.cases} cases each): {b.seconds:.2f} s "
-            f"({verdict} the {b.target_seconds:.0f} s target)\n  steps: "
-            + "; ".join(f"{fetchbench.short_step(name)} {s:.2f} s" for name, s in b.steps))
 
 
 @dataclass(frozen=True)
@@ -136,10 +126,3 @@ def _container_bench_in(root: Path, workdir: Path, big_mb: int, driver: str) -> 
     layer = manifest["layers"][-1]["size"]
     Repo(up).worktree_remove(tree)
     return ContainerBench(times[0], times[1], big_mb, layer, driver)
-
-
-def render_container_bench(b: "ContainerBench | str") -> str:
-    if isinstance(b, str):
-        return b
-    return (f"[{b.driver} storage] patched image from a small base: {b.small_seconds:6.2f} s; from a {b.big_base_mb} MiB base: "
-            f"{b.big_seconds:6.2f} s (ratio {b.ratio:.1f}x); patched layer {b.layer_bytes / 1024:.1f} KiB")

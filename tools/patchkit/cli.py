@@ -1,4 +1,9 @@
-"""The command line: argparse, error tiers, exit codes, rendering. Nothing else lives here."""
+"""The command line: the commands as a table, argparse, error tiers and exit codes.
+
+Each subcommand is one entry of COMMANDS: its settings (flag, make variable), the function it
+runs, how its result reads (render.py) and its verdict. Only this module knows argparse, and
+only this module exits.
+"""
 from __future__ import annotations
 
 import argparse
@@ -7,7 +12,10 @@ import os
 import sys
 import tempfile
 import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from . import __version__, progress, apply as apply_mod, bench, check as check_mod, demo, miniature, patchset, render
 from .container import build as cbuild
@@ -32,6 +40,205 @@ def find_root(start: Path | None = None) -> Path:
     return Path(__file__).resolve().parents[2]
 
 
+@dataclass(frozen=True)
+class Arg:
+    """One setting of a command: its flag, the make variable that sets it, argparse's options."""
+
+    flag: str
+    make: str | None = None  # None: a CLI-only option
+    help: str = ""
+    options: dict = field(default_factory=dict)
+
+    @property
+    def dest(self) -> str:
+        return self.flag.lstrip("-").replace("-", "_")
+
+
+def arg(flag: str, make: str | None = None, help: str = "", **options) -> Arg:
+    return Arg(flag, make, help, options)
+
+
+TARGET = arg("--target", "TRTLLM", "patch set name: a directory under patches/", required=True)
+SRC = arg("--src", "TRTLLM_SRC", "the TensorRT-LLM checkout (default: build/trtllm-<target>, as for make)", type=Path)
+SRC_REQUIRED = arg("--src", "TRTLLM_SRC", "the TensorRT-LLM checkout", type=Path, required=True)
+URL = arg("--url", "TRTLLM_URL", "clone from here when --src does not exist (default: the set's upstream)")
+REPORT = arg("--report", "REPORT", "the delta report (default: build/delta/<target>.json)", type=Path)
+SIGNOFF = arg("--signoff", "SIGNOFF", "'Name <email>' (default: git config user.name and user.email)")
+BRANCH = arg("--branch", "BRANCH", "default: the set's branch (overlay/<target>)")
+BASE = arg("--base", "BASE", "base image (default: the set's container.base)")
+BUILDER = arg("--builder", "BUILDER", "docker, podman or buildah (default: the first that works)")
+WORKDIR = arg("--workdir", None, "where to work (make: $(BUILD)/<target>)", type=Path, required=True)
+
+
+@dataclass(frozen=True)
+class Command:
+    """One subcommand: its settings, what it runs, how its result reads, and its verdict."""
+
+    name: str
+    help: str
+    args: tuple[Arg, ...]
+    run: Callable[[Path, argparse.Namespace], Any]  # (project root, arguments) -> result
+    text: Callable[[Any], str]  # the result for people; --json prints render.as_json(result)
+    example: str  # one make line and the same as a CLI line, ending every --help
+    verdict: Callable[[Any], ExitCode] = lambda res: ExitCode.OK
+
+
+def _mismatch_unless(ok: bool) -> ExitCode:
+    """A command that ran and shows its result, and whose verdict may still be a failure."""
+    return ExitCode.OK if ok else ExitCode.MISMATCH
+
+
+def _src(root: Path, ps, args: argparse.Namespace) -> Path:
+    return args.src if args.src is not None else root / "build" / f"trtllm-{ps.target}"
+
+
+def _set(root: Path, args: argparse.Namespace):
+    return patchset.load(root, args.target)
+
+
+def _apply(root, args):
+    ps = _set(root, args)
+    return apply_mod.apply(ps, src=_src(root, ps, args), url=args.url, threeway=args.threeway)
+
+
+def _unapply(root, args):
+    ps = _set(root, args)
+    return apply_mod.unapply(ps, src=_src(root, ps, args))
+
+
+def _check(root, args):
+    return check_mod.check([patchset.load(root, t) for t in args.target or patchset.targets(root)], src=args.src)
+
+
+def _waivers(root, args):
+    ps = _set(root, args)
+    repo, _ = obtain(ps, _src(root, ps, args), args.url)
+    ref, _sha = base_of(repo, ps)
+    return waiver_report.report(ps, repo, ref)
+
+
+def _delta(root, args):
+    ps = _set(root, args)
+    repo, _ = obtain(ps, _src(root, ps, args), args.url)
+    report = args.report or root / "build" / "delta" / f"{ps.target}.json"
+    return delta_cmd.delta(ps, repo=repo, mode=args.mode or delta_cmd.default_mode(), report=report.resolve(),
+                           base_image=args.base, builder_name=args.builder)
+
+
+def _pr(root, args):
+    ps = _set(root, args)
+    return pr_branch.pr(ps, repo=Repo.open(_src(root, ps, args)),
+                        report=(args.report or root / "build" / "delta" / f"{ps.target}.json").resolve(),
+                        out_dir=(args.out or root / "build" / "pr" / ps.target).resolve(), signoff=args.signoff)
+
+
+def _dco(root, args):
+    repo = Repo.open(args.src)
+    if args.fix:
+        return dco.fix(repo, args.branch, dco.signoff_identity(repo, args.signoff), args.base)
+    return dco.check(repo, args.branch, args.base)
+
+
+def _export(check_only: bool):
+    def run(root, args):
+        ps = _set(root, args)
+        return export_mod.export(ps, Repo.open(_src(root, ps, args)), args.branch or ps.branch, check_only=check_only,
+                                 waiver_out=root / "build" / "export" / ps.target)
+    return run
+
+
+def _container(root, args):
+    ps = _set(root, args)
+    repo, _ = obtain(ps, _src(root, ps, args), args.url)
+    return cbuild.build(root, ps, repo, context_dir=(args.context or root / "build" / "container" / ps.target).resolve(),
+                        base=args.base, builder_name=args.builder)
+
+
+def _push(root, args):
+    return cbuild.push(_set(root, args), base=args.base, registry=args.registry, builder_name=args.builder,
+                       tls_verify=args.tls_verify == "true")
+
+
+def _bench(root, args):
+    work = args.workdir.resolve()
+    return [bench.clone_bench(root, work, args.files, args.commits), bench.delta_bench(root, work),
+            bench.container_bench(root, work), bench.waiver_bench(root, work)]
+
+
+COMMANDS: dict[str, Command] = {c.name: c for c in (
+    Command("apply", "apply a target's series as commits on its branch (all or nothing)",
+            (TARGET, SRC, URL, arg("--threeway", "THREEWAY", "merge drifted patches 3-way", action="store_true")),
+            _apply, render.apply_result,
+            "make apply TRTLLM=main THREEWAY=1\npatchkit apply --target main --src build/trtllm-main --threeway"),
+    Command("unapply", "return the checkout to where it was before apply", (TARGET, SRC), _unapply,
+            render.unapply_result, "make unapply TRTLLM=main\npatchkit unapply --target main --src build/trtllm-main"),
+    Command("check", "report how every target applies, changing nothing (exit 3 on a conflict)",
+            (SRC_REQUIRED, arg("--target", None, "only these targets (default: all)", action="append")),
+            _check, render.check_results, "make check TRTLLM_SRC=build/trtllm-main\npatchkit check --src build/trtllm-main",
+            lambda res: ExitCode.CONFLICT if any(r.conflicts for r in res) else ExitCode.OK),
+    Command("waivers", "which waiver lines skip the set's tests, now and after its edit", (TARGET, SRC, URL),
+            _waivers, render.waivers_result,
+            "make waivers TRTLLM=rc25\npatchkit waivers --target rc25 --src build/trtllm-rc25"),
+    Command("delta", "run the set's tests unpatched and patched, and grade the delta",
+            (TARGET, SRC, URL, arg("--mode", "MODE", "default: source unless tensorrt_llm is importable",
+                                   choices=delta_cmd.MODES),
+             arg("--report", "REPORT", "where to write the JSON report (default: build/delta/<target>.json)", type=Path),
+             arg("--base", "BASE", "container mode: the unpatched image (default: the set's container.base)"),
+             arg("--builder", "BUILDER", "container mode: buildah, podman or docker (default: the first that works)")),
+            _delta, render.delta_result,
+            "make delta TRTLLM=main REPORT=/tmp/main-delta.json\n"
+            "patchkit delta --target main --src build/trtllm-main --report /tmp/main-delta.json",
+            lambda res: _mismatch_unless(res.ok)),
+    Command("pr", "a signed-off PR branch, title and body from the last delta report",
+            (TARGET, SRC, REPORT, SIGNOFF,
+             arg("--out", None, "where to write title, body and patches (default: build/pr/<target>)", type=Path)),
+            _pr, render.pr_result,
+            'make pr TRTLLM=main SIGNOFF="Jane Developer <jane@example.com>"\n'
+            "patchkit pr --target main --src build/trtllm-main --signoff 'Jane Developer <jane@example.com>'"),
+    Command("dco", "check (or fix) DCO sign-offs on a branch",
+            (SRC_REQUIRED, arg("--branch", "BRANCH", "the branch to check", required=True),
+             arg("--base", None, "check base..branch (default: commits on no remote branch or tag)"),
+             arg("--fix", "FIX", "add missing sign-offs, keeping the old tip on a backup ref", action="store_true"),
+             SIGNOFF),
+            _dco, render.dco_result, "make dco BRANCH=pr/main\npatchkit dco --src build/trtllm-main --branch pr/main",
+            lambda res: _mismatch_unless(res.ok)),
+    Command("export", "write a branch back into the target's patch set", (TARGET, SRC, BRANCH), _export(False),
+            render.export_result, "make export TRTLLM=main\npatchkit export --target main --src build/trtllm-main"),
+    Command("check-export", "fail when patches/<target> differs from the branch", (TARGET, SRC, BRANCH),
+            _export(True), render.export_result,
+            "make check-export TRTLLM=main\npatchkit check-export --target main --src build/trtllm-main",
+            lambda res: _mismatch_unless(res.up_to_date)),
+    Command("container", "build the patched image of the target's container base",
+            (TARGET, SRC, URL, BASE, BUILDER,
+             arg("--context", None, "where to render the build context (default: build/container/<target>)", type=Path)),
+            _container, render.container_result,
+            "make container TRTLLM=rc25 BUILDER=buildah\npatchkit container --target rc25 --builder buildah"),
+    Command("container-push", "push the target's patched image",
+            (TARGET, arg("--registry", "REGISTRY", "host/repo to push to", required=True),
+             arg("--base", "BASE", "base image the image was built from (default: the set's)"), BUILDER,
+             arg("--tls-verify", "TLS_VERIFY", "verify the registry's certificate", choices=("true", "false"),
+                 default="true")),
+            _push, render.push_result,
+            "make container-push TRTLLM=rc25 REGISTRY=registry.example.com/ml/trtllm\n"
+            "patchkit container-push --target rc25 --registry registry.example.com/ml/trtllm"),
+    Command("miniature", "build the miniature upstream repository",
+            (arg("--dest", "DEST", "where (a new or empty directory)", type=Path, required=True),
+             arg("--variant", "VARIANT", "add a variant's commits on main (e.g. fixed-upstream: upstream's own fix)")),
+            lambda root, args: miniature.build(root, args.dest, args.variant), render.miniature_result,
+            "make miniature DEST=/tmp/mini\npatchkit miniature --dest /tmp/mini"),
+    Command("targets", "list the patch sets", (), lambda root, args: [patchset.load(root, t) for t in patchset.targets(root)],
+            render.targets, "make targets\npatchkit targets"),
+    Command("bench", "measure the cold start by clone method, the delta, the image build, the waiver step",
+            (WORKDIR, arg("--files", None, "files of the generated upstream (default 15,000)", type=int),
+             arg("--commits", None, "commits of the generated upstream (default 5,000)", type=int)),
+            _bench, render.bench_results, "make bench\npatchkit bench --workdir build/bench"),
+    Command("demo", "run the main job on the miniature upstream",
+            (WORKDIR, arg("--signoff", "SIGNOFF", "'Name <email>' for the demo's PR branch (default: git config)")),
+            lambda root, args: demo.run(root, args.workdir.resolve(), args.signoff), render.demo_result,
+            "make demo\npatchkit demo --workdir build/demo", lambda res: _mismatch_unless(res.ok)),
+)}
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="patchkit", description="Carry TensorRT-LLM fixes as versioned patch sets.")
     p.add_argument("--version", action="version", version=f"patchkit {__version__}")
@@ -40,73 +247,17 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-v", "--verbose", action="store_true")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr (shown only on a terminal)")
     sub = p.add_subparsers(dest="command", required=True)
-
-    def target_cmd(name: str, help: str) -> argparse.ArgumentParser:
-        sp = sub.add_parser(name, help=help)
-        sp.add_argument("--target", required=True, help="patch set name: a directory under patches/")
-        sp.add_argument("--src", type=Path, help="the TensorRT-LLM checkout (default: build/trtllm-<target>, "
-                        "as for make)")
-        return sp
-
-    sp = target_cmd("apply", "apply a target's series as commits on its branch")
-    sp.add_argument("--url", help="clone from here when --src does not exist (default: the set's upstream)")
-    sp.add_argument("--threeway", action="store_true", help="merge drifted patches 3-way")
-    target_cmd("unapply", "return the checkout to where it was before apply")
-    sp = target_cmd("pr", "a signed-off PR branch, title and body from the last delta report")
-    sp.add_argument("--report", type=Path, help="the delta report (default build/delta/<target>.json)")
-    sp.add_argument("--signoff", help="'Name <email>' (default: git config user.name/user.email)")
-    sp.add_argument("--out", type=Path, help="where to write title, body and patches (default build/pr/<target>)")
-    sp = sub.add_parser("dco", help="check (or fix) DCO sign-offs on a branch")
-    sp.add_argument("--src", type=Path, required=True)
-    sp.add_argument("--branch", required=True)
-    sp.add_argument("--base", help="check base..branch (default: commits on no remote branch or tag)")
-    sp.add_argument("--fix", action="store_true", help="add missing sign-offs, keeping the old tip on a backup ref")
-    sp.add_argument("--signoff", help="'Name <email>' for --fix (default: git config)")
-    for name, help in (("export", "write a branch back into the target's patch set"),
-                       ("check-export", "fail when patches/<target> differs from the branch")):
-        sp = target_cmd(name, help)
-        sp.add_argument("--branch", help="default: the set's branch (overlay/<target>)")
-    sp = target_cmd("container", "build the patched image of the target's container base")
-    sp.add_argument("--url", help="clone from here when --src does not exist")
-    sp.add_argument("--base", help="base image (default: the set's container.base)")
-    sp.add_argument("--builder", help="docker, podman or buildah (default: the first that works)")
-    sp.add_argument("--context", type=Path, help="where to render the build context (default build/container/<target>)")
-    sp = sub.add_parser("container-push", help="push the target's patched image")
-    sp.add_argument("--target", required=True)
-    sp.add_argument("--registry", required=True, help="host/repo to push to")
-    sp.add_argument("--base", help="base image the image was built from (default: the set's)")
-    sp.add_argument("--builder")
-    sp.add_argument("--tls-verify", choices=("true", "false"), default="true")
-    sp = target_cmd("waivers", "which waiver lines skip the set's tests, now and after its edit")
-    sp.add_argument("--url", help="clone from here when --src does not exist")
-    sp = target_cmd("delta", "run the set's tests unpatched and patched, and grade the delta")
-    sp.add_argument("--url", help="clone from here when --src does not exist")
-    sp.add_argument("--mode", choices=("source", "container"), help="default: source unless tensorrt_llm is importable")
-    sp.add_argument("--report", type=Path, help="where to write the JSON report")
-    sp.add_argument("--base", help="MODE=container: the unpatched image (default: the set's container.base)")
-    sp.add_argument("--builder", help="MODE=container: docker, podman or buildah (default: the first that works)")
-    sp = sub.add_parser("check", help="report how every target applies, changing nothing")
-    sp.add_argument("--src", type=Path, required=True)
-    sp.add_argument("--target", action="append", help="only these targets (default: all)")
-    sp = sub.add_parser("miniature", help="build the miniature upstream repository")
-    sp.add_argument("--dest", type=Path, required=True)
-    sp.add_argument("--variant", help="add a variant's commits on main (e.g. fixed-upstream: upstream's own fix)")
-    sub.add_parser("targets", help="list the patch sets")
-    sp = sub.add_parser("bench", help="measure the cold start by clone method, the delta, the image build")
-    sp.add_argument("--workdir", type=Path, required=True)
-    sp.add_argument("--files", type=int, help="files of the generated upstream (default 15,000)")
-    sp.add_argument("--commits", type=int, help="commits of the generated upstream (default 5,000)")
-    sp = sub.add_parser("demo", help="run the main job on the miniature upstream")
-    sp.add_argument("--workdir", type=Path, required=True)
-    sp.add_argument("--signoff", help="'Name <email>' for the demo's PR branch (default: git config)")
+    for c in COMMANDS.values():
+        sp = sub.add_parser(c.name, help=c.help, description=c.help, formatter_class=argparse.RawDescriptionHelpFormatter,
+                            epilog="example:\n" + "\n".join(f"  {line}" for line in c.example.splitlines()))
+        for a in c.args:
+            sp.add_argument(a.flag, help=a.help + (f" (make: {a.make})" if a.make else ""), **a.options)
     return p
 
 
-def voice(parser: argparse.ArgumentParser, args: argparse.Namespace) -> render.Voice:
+def voice(args: argparse.Namespace) -> render.Voice:
     """How this invocation came (make or a shell) and with which values: hints are said that way."""
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    options = {name: {a.dest: a.option_strings[-1] for a in sp._actions if a.option_strings and a.dest != "help"}
-               for name, sp in sub.choices.items()}
+    options = {c.name: {a.dest: (a.flag, a.make) for a in c.args} for c in COMMANDS.values()}
     given = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()
              if k in options.get(args.command, {})}
     return render.Voice(via_make=os.environ.get("PATCHKIT_VIA_MAKE") == "1", command=args.command, given=given,
@@ -114,19 +265,20 @@ def voice(parser: argparse.ArgumentParser, args: argparse.Namespace) -> render.V
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
+    args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(name)s: %(message)s")
     progress.set_quiet(args.quiet)
-    said = voice(parser, args)
+    said = voice(args)
+    command = COMMANDS[args.command]
     try:
-        out = _dispatch(args)
-        text, code, res = (out, ExitCode.OK, None) if isinstance(out, str) else (tuple(out) + (None,))[:3]
-        if text and not args.json:
-            text = "\n".join([text, *(said.hint(h) for h in getattr(res, "hints", []))])
-        if text:
-            print(text)
-        return code
+        res = command.run((args.root or find_root()).resolve(), args)
+        if args.json:
+            print(render.as_json(res))
+        else:
+            text = "\n".join(filter(None, [command.text(res), *(said.hint(h) for h in getattr(res, "hints", []))]))
+            if text:
+                print(text)
+        return command.verdict(res)
     except UserError as exc:
         if exc.details:
             print(exc.details)
@@ -143,87 +295,3 @@ def main(argv: list[str] | None = None) -> int:
         return ExitCode.INTERNAL
 
 
-def _verdict(text: str, ok: bool, res: object = None) -> tuple[str, ExitCode, object]:
-    """A command that ran and shows its result, and whose verdict may still be a failure."""
-    return text, ExitCode.OK if ok else ExitCode.MISMATCH, res
-
-
-def _dispatch(args: argparse.Namespace) -> str | tuple[str, ExitCode, object]:
-    root = (args.root or find_root()).resolve()
-    if args.command == "targets":
-        sets = [patchset.load(root, t) for t in patchset.targets(root)]
-        return render.as_json(sets) if args.json else render.table(
-            [(s.target, s.upstream.ref, len(s.patches), s.branch) for s in sets], ("target", "ref", "patches", "branch"))
-    if args.command == "miniature":
-        res = miniature.build(root, args.dest, args.variant)
-        return render.as_json(res) if args.json else (f"miniature upstream at {res.path} (tag {res.tag}, branch main"
-                                                      + (f", variant {args.variant})" if args.variant else ")"))
-    if args.command == "bench":
-        res = bench.clone_bench(root, args.workdir.resolve(), args.files, args.commits)
-        dres = bench.delta_bench(root, args.workdir.resolve())
-        cres = bench.container_bench(root, args.workdir.resolve())
-        wres = bench.waiver_bench(root, args.workdir.resolve())
-        return render.as_json([res, dres, cres, wres]) if args.json else "\n".join(
-            [bench.render_bench(res), bench.render_delta_bench(dres), bench.render_container_bench(cres),
-             bench.render_waiver_bench(wres)])
-    if args.command == "demo":
-        res = demo.run(root, args.workdir.resolve(), args.signoff)
-        return _verdict(render.as_json(res) if args.json else demo.render_demo(res), res.ok, None)
-    if args.command == "check":
-        names = args.target or patchset.targets(root)
-        res = check_mod.check([patchset.load(root, t) for t in names], src=args.src)
-        # CI gates on this: any patch that conflicts makes the run fail with the conflict code.
-        code = ExitCode.CONFLICT if any(r.conflicts for r in res) else ExitCode.OK
-        return render.as_json(res) if args.json else render.check_results(res), code
-    if args.command == "dco":
-        repo = Repo.open(args.src)
-        res = (dco.fix(repo, args.branch, dco.signoff_identity(repo, args.signoff), args.base) if args.fix
-               else dco.check(repo, args.branch, args.base))
-        return _verdict(render.as_json(res) if args.json else render.dco_result(res), res.ok, res)
-    if args.command == "container-push":
-        cps = patchset.load(root, args.target)
-        dest = cbuild.push(cps, base=args.base, registry=args.registry,
-                           builder_name=args.builder, tls_verify=args.tls_verify == "true")
-        return f"pushed {dest}"
-    ps = patchset.load(root, args.target)
-    if getattr(args, "src", "") is None:
-        args.src = root / "build" / f"trtllm-{ps.target}"
-    if args.command == "apply":
-        res = apply_mod.apply(ps, src=args.src, url=args.url, threeway=args.threeway)
-        return render.as_json(res) if args.json else render.apply_result(res)
-    if args.command == "delta":
-        repo, _ = obtain(ps, args.src, args.url)
-        report = args.report or root / "build" / "delta" / f"{ps.target}.json"
-        mode = args.mode or delta_cmd.default_mode()
-        res = delta_cmd.delta(ps, repo=repo, mode=mode, report=report.resolve(), base_image=args.base,
-                              builder_name=args.builder)
-        return _verdict(render.as_json(res) if args.json else delta_cmd.render(res), res.ok, res)
-    if args.command == "pr":
-        res = pr_branch.pr(ps, repo=Repo.open(args.src),
-                           report=(args.report or root / "build" / "delta" / f"{ps.target}.json").resolve(),
-                           out_dir=(args.out or root / "build" / "pr" / ps.target).resolve(), signoff=args.signoff)
-        return render.as_json(res) if args.json else (
-            f"branch {res.branch} {res.tip[:12]} ({len(res.messages)} commits, signed off); written to {res.out_dir}\n"
-            f"body: {res.template}, checked against upstream's title and checklist rules\n"
-            + "".join(f"note: {n}\n" for n in res.notes) + f"\n{res.title}\n\n{res.body}")
-    if args.command in ("export", "check-export"):
-        res = export_mod.export(ps, Repo.open(args.src), args.branch or ps.branch, check_only=args.command == "check-export",
-                                waiver_out=root / "build" / "export" / ps.target)
-        return _verdict(render.as_json(res) if args.json else render.export_result(res),
-                        res.up_to_date or args.command == "export", res)
-    if args.command == "container":
-        repo, _ = obtain(ps, args.src, args.url)
-        res = cbuild.build(root, ps, repo, context_dir=(args.context or root / "build" / "container" / ps.target).resolve(),
-                           base=args.base, builder_name=args.builder)
-        return render.as_json(res) if args.json else (
-            f"{res.image}  ({res.builder}, image {res.image_id[:19]})\nbase {res.base} {res.labels['org.opencontainers.image.base.digest']}\n"
-            + "\n".join(f"  overlaid {f.path}" for f in res.files) + f"\ncontext: {res.context}")
-    if args.command == "waivers":
-        repo, _ = obtain(ps, args.src, args.url)
-        ref, _sha = base_of(repo, ps)
-        res = waiver_report.report(ps, repo, ref)
-        return render.as_json(res) if args.json else waiver_report.render(res)
-    if args.command == "unapply":
-        res = apply_mod.unapply(ps, src=args.src)
-        return render.as_json(res) if args.json else f"{res.target}: {res.checkout} is back on {res.restored}; branch {res.branch} removed"
-    raise AssertionError(args.command)

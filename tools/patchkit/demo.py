@@ -5,7 +5,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import apply as apply_mod, check as check_mod, miniature, patchset, render
+from . import apply as apply_mod, check as check_mod, miniature, patchset
 from .delta import command as delta_cmd
 from .errors import BadInput
 from .git import Repo
@@ -18,7 +18,7 @@ from .waives import report as waiver_report
 class DemoResult:
     upstream: str
     ok: bool = True
-    sections: list[tuple[str, str]] = field(default_factory=list)
+    sections: list[tuple[str, str, object]] = field(default_factory=list)  # (title, kind of result, result)
 
 
 def run(root: Path, workdir: Path, signoff: str | None = None) -> DemoResult:
@@ -35,27 +35,18 @@ def run(root: Path, workdir: Path, signoff: str | None = None) -> DemoResult:
         src = workdir / f"trtllm-{ps.target}"
         first = apply_mod.apply(ps, src=src, url=url)
         again = apply_mod.apply(ps, src=src, url=url)
-        result.sections.append((f"make apply TRTLLM={ps.target} (partial clone of {url})", render.apply_result(first)))
-        result.sections.append((f"make apply TRTLLM={ps.target} again", render.apply_result(again)))
-        result.sections.append((f"make check TRTLLM_SRC={src}", render.check_results(check_mod.check(sets, src=src))))
+        result.sections.append((f"make apply TRTLLM={ps.target} (partial clone of {url})", "apply", first))
+        result.sections.append((f"make apply TRTLLM={ps.target} again", "apply", again))
+        result.sections.append((f"make check TRTLLM_SRC={src}", "check", check_mod.check(sets, src=src)))
         ref, _ = base_of(Repo(src), ps)
-        result.sections.append((f"make waivers TRTLLM={ps.target}",
-                                waiver_report.render(waiver_report.report(ps, Repo(src), ref))))
+        result.sections.append((f"make waivers TRTLLM={ps.target}", "waivers", waiver_report.report(ps, Repo(src), ref)))
         report = workdir / f"delta-{ps.target}.json"
         d = delta_cmd.delta(ps, repo=Repo(src), mode="source", report=report)
-        result.sections.append((f"make delta TRTLLM={ps.target}", delta_cmd.render(d)))
+        result.sections.append((f"make delta TRTLLM={ps.target}", "delta", d))
         result.ok = result.ok and d.ok
         try:
             pr = pr_branch.pr(ps, repo=Repo(src), report=report, out_dir=workdir / "pr" / ps.target, signoff=signoff)
-            result.sections.append((f"make pr TRTLLM={ps.target}", f"branch {pr.branch}, written to {pr.out_dir}\n\n"
-                                    f"{pr.title}\n\n{pr.body}"))
+            result.sections.append((f"make pr TRTLLM={ps.target}", "pr", pr))
         except BadInput as exc:
-            result.sections.append((f"make pr TRTLLM={ps.target}", f"skipped: {exc.message}"))
+            result.sections.append((f"make pr TRTLLM={ps.target}", "pr", f"skipped: {exc.message}"))
     return result
-
-
-def render_demo(r: DemoResult) -> str:
-    out = [f"miniature upstream: {r.upstream}"]
-    for title, body in r.sections:
-        out += ["", f"== {title}", body]
-    return "\n".join(out)

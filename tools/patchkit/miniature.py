@@ -36,6 +36,7 @@ class MiniatureResult:
     tag: str
     branch: str
     commits: tuple[str, ...]
+    variant: str | None = None
 
 
 def variants(root: Path) -> list[str]:
@@ -77,7 +78,7 @@ def build(root: Path, dest: Path, variant: str | None = None) -> MiniatureResult
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return MiniatureResult(dest, tag, manifest.get("branch", "main"), tuple(commits))
+    return MiniatureResult(dest, tag, manifest.get("branch", "main"), tuple(commits), variant)
 
 
 def _lay(root: Path, layer: Path, tree: Path) -> None:

@@ -103,60 +103,173 @@ def export_result(r) -> str:
     return "\n".join(lines) + waiver
 
 
+def delta_result(r: DeltaResult) -> str:
+    if r.fixed_upstream is not None:
+        fx = r.fixed_upstream
+        s = r.unpatched
+        return "\n".join([
+            f"delta {r.target} ({r.mode} mode) on {r.upstream_ref} {r.upstream_commit[:12]}: the series does not apply",
+            table([("unpatched", s["passed"], s["failed"], s["error"], s["skipped"], s["not_run"])],
+                  ("tree", "passed", "failed", "error", "skipped", "not run")),
+            f"verdict: {fx['summary']} ({fx['probe_mode']} mode, against what the set declares with it); "
+            f"report: {r.report}",
+            f"to do: {fx['advice']}"])
+    rows = [(name, s["passed"], s["failed"], s["error"], s["skipped"], s["not_run"])
+            for name, s in (("unpatched", r.unpatched), ("patched", r.patched))]
+    lines = [f"delta {r.target} ({r.mode} mode) on {r.upstream_ref} {r.upstream_commit[:12]}"]
+    lines += [f"{name} image: {i['name']}" + (f" ({i['id'][:12]}, {r.builder})" if i.get("id") else "")
+              for name, i in r.images.items()]
+    lines += [table(rows, ("tree", "passed", "failed", "error", "skipped", "not run")), "",
+              table([("fail->pass", len(r.fail_to_pass)), ("pass->pass", len(r.pass_to_pass)),
+                     ("pass->fail", len(r.pass_to_fail)), ("fail->fail", len(r.fail_to_fail)),
+                     ("other", len(r.other))])]
+    files = sorted({tid.split("::")[0] for tid in r.not_run})
+    for f in files:
+        reason = next(v for k, v in r.not_run.items() if k.split("::")[0] == f)
+        lines.append(f"not run here: {f} ({reason})")
+    lines += [f"INVALID: {why}" for why in r.invalid]
+    lines += [f"MISMATCH: {m}" for m in r.mismatches]
+    lines.append(f"verdict: {'matches the declared delta' if r.ok else 'does not match'}; report: {r.report}")
+    return "\n".join(lines)
+
+
+def waivers_result(r: WaiverReport) -> str:
+    lines = [f"waivers {r.target} at {r.ref} ({r.waives_file})"]
+    for title, rows in (("now", r.before), ("after the set's edit", r.after)):
+        lines.append(f"{title}:")
+        for tw in rows:
+            if not tw.lines:
+                lines.append(f"  {tw.test}: runs (no line waives it)")
+            for h in tw.lines:
+                lines.append(f"  {tw.test}: waived by line {h['line']} at the {h['level']} level "
+                             f"in {', '.join(h['stages'])}: {h['text']}")
+    if r.narrowing is not None:
+        lines.append(f"edit: {r.narrowing.why}")
+    return "\n".join(lines)
+
+
+def delta_bench(b) -> str:
+    from .fetchbench import short_step
+    verdict = "under" if b.seconds < b.target_seconds else "OVER"
+    return (f"source-mode delta {b.target} (both trees, {b.cases} cases each): {b.seconds:.2f} s "
+            f"({verdict} the {b.target_seconds:.0f} s target)\n  steps: "
+            + "; ".join(f"{short_step(name)} {s:.2f} s" for name, s in b.steps))
+
+
+def container_bench(b) -> str:
+    if isinstance(b, str):
+        return b
+    return (f"[{b.driver} storage] patched image from a small base: {b.small_seconds:6.2f} s; from a {b.big_base_mb} MiB base: "
+            f"{b.big_seconds:6.2f} s (ratio {b.ratio:.1f}x); patched layer {b.layer_bytes / 1024:.1f} KiB")
+
+
+def clone_bench(b) -> str:
+    from .fetchbench import render  # the cold start's table lives with its measurement (fetchbench)
+    return render(b)
+
+
+def waiver_bench(b: WaiverBench) -> str:
+    verdict = "under" if b.seconds < b.target_seconds else "OVER"
+    return (f"waiver step on a {b.lines:,}-line waives.txt and {b.test_files:,} test files: {b.seconds:.2f} s "
+            f"(cpu {b.cpu_seconds:.2f} s; {verdict} the {b.target_seconds:.0f} s target); "
+            f"{b.removed} line(s) narrowed into {b.added}")
+
+
+def demo_result(r) -> str:
+    out = [f"miniature upstream: {r.upstream}"]
+    for title, kind, result in r.sections:
+        out += ["", f"== {title}", RESULTS[kind](result)]
+    return "\n".join(out)
+
+
+def targets(sets) -> str:
+    return table([(s.target, s.upstream.ref, len(s.patches), s.branch) for s in sets], ("target", "ref", "patches", "branch"))
+
+
+def miniature_result(r) -> str:
+    return f"miniature upstream at {r.path} (tag {r.tag}, branch {r.branch}" + (f", variant {r.variant})" if r.variant else ")")
+
+
+def bench_results(results) -> str:
+    by_kind = {"CloneBench": clone_bench, "DeltaBench": delta_bench, "ContainerBench": container_bench,
+               "WaiverBench": waiver_bench, "str": str}
+    return "\n".join(by_kind[type(b).__name__](b) for b in results)
+
+
+def pr_result(r) -> str:
+    if isinstance(r, str):  # the demo's "skipped: ..." when no sign-off identity is set
+        return r
+    return (f"branch {r.branch} {r.tip[:12]} ({len(r.messages)} commits, signed off); written to {r.out_dir}\n"
+            f"body: {r.template}, checked against upstream's title and checklist rules\n"
+            + "".join(f"note: {n}\n" for n in r.notes) + f"\n{r.title}\n\n{r.body}")
+
+
+def container_result(r) -> str:
+    return (f"{r.image}  ({r.builder}, image {r.image_id[:19]})\nbase {r.base} "
+            f"{r.labels['org.opencontainers.image.base.digest']}\n"
+            + "\n".join(f"  overlaid {f.path}" for f in r.files) + f"\ncontext: {r.context}")
+
+
+def push_result(dest: str) -> str:
+    return f"pushed {dest}"
+
+
+def unapply_result(r) -> str:
+    return f"{r.target}: {r.checkout} is back on {r.restored}; branch {r.branch} removed"
+
+
+# How each kind of result reads; the demo's sections name theirs.
+RESULTS = {"apply": apply_result, "check": check_results, "waivers": waivers_result, "delta": delta_result,
+           "pr": pr_result}
+
+
 # -- the user's vocabulary: hints said as make variables or as flags ------------------------------
-# Each setting of the library (a command's parameter) and the make variable that sets it.
-MAKE_VARIABLES = {
-    "target": "TRTLLM", "src": "TRTLLM_SRC", "url": "TRTLLM_URL", "threeway": "THREEWAY", "mode": "MODE",
-    "report": "REPORT", "branch": "BRANCH", "signoff": "SIGNOFF", "fix": "FIX", "base": "BASE",
-    "builder": "BUILDER", "dest": "DEST", "registry": "REGISTRY", "tls_verify": "TLS_VERIFY",
-}
-
-
 @dataclass(frozen=True)
 class Voice:
     """How the user called us, so that a hint is said their way and runs as printed.
 
     via_make: through the Makefile (it sets PATCHKIT_VIA_MAKE=1): make variables, else flags.
     given: the settings of this invocation as the user gave them ({setting: value}).
-    options: every command's settings and their flags ({command: {setting: flag}}).
+    options: every command's settings ({command: {setting: (flag, make variable or None)}}),
+    from the CLI's command table.
     """
 
     via_make: bool
     command: str
     given: dict[str, Any]
-    options: dict[str, dict[str, str]]
+    options: dict[str, dict[str, tuple[str, str | None]]]
     prefix: tuple[str, ...] = ()  # global flags to repeat (--root)
 
+    def _spelling(self, setting: str, command: str | None = None) -> tuple[str, str | None]:
+        for cmd in (command or self.command, *self.options):
+            if setting in self.options.get(cmd, {}):
+                return self.options[cmd][setting]
+        return "--" + setting.replace("_", "-"), None
+
     def name(self, setting: str) -> str:
-        """A setting as the user sets it: TRTLLM_SRC, or --src."""
-        if self.via_make and setting in MAKE_VARIABLES:
-            return MAKE_VARIABLES[setting]
-        flags = next((o[setting] for o in self.options.values() if setting in o), None)
-        return flags or setting
+        """A setting as the user sets it: TRTLLM_SRC through make, --src otherwise."""
+        flag, make = self._spelling(setting)
+        return make if self.via_make and make else flag
 
     def command_line(self, command: str, changes: Sequence[tuple[str, Any]]) -> str:
-        """The command with the user's own values, changes applied, in their vocabulary."""
+        """The command with the user's own values and the changes, in their vocabulary."""
         accepted = self.options.get(command, {})
         values = {k: v for k, v in self.given.items() if k in accepted and v not in (None, False, [], "")}
         values.update(dict(changes))
-        if self.via_make:
-            words = ["make", command]
-            for k, v in values.items():
-                if k in MAKE_VARIABLES:
-                    words.append(f"{MAKE_VARIABLES[k]}={shlex.quote('1' if v is True else str(v))}")
-            return " ".join(words)
+        spelled = {k: self._spelling(k, command) for k in values}
+        if self.via_make and all(make for _flag, make in spelled.values()):
+            return " ".join(["make", command] + [f"{spelled[k][1]}={shlex.quote('1' if v is True else str(v))}"
+                                                 for k, v in values.items()])
         words = ["patchkit", *map(shlex.quote, self.prefix), command]
         for k, v in values.items():
-            flag = accepted.get(k, "--" + k.replace("_", "-"))
             for one in (v if isinstance(v, (list, tuple)) else [v]):
-                words += [flag] if one is True else [flag, shlex.quote(str(one))]
+                words += [spelled[k][0]] if one is True else [spelled[k][0], shlex.quote(str(one))]
         return " ".join(words)
 
     def hint(self, h: Hint) -> str:
-        also = f" ({h.also})" if h.also else ""
         if h.command is None and h.settings and all(v is None for _, v in h.settings):
             return f"choose another {', '.join(self.name(k) for k, _ in h.settings)}" + (f" {h.also}" if h.also else "")
-        return f"run: {self.command_line(h.command or self.command, h.settings)}" + also
+        return f"run: {self.command_line(h.command or self.command, h.settings)}" + (f" ({h.also})" if h.also else "")
 
     def error(self, exc: UserError) -> str:
         """The one line for a UserError: the setting it is about, the facts, what to do next."""

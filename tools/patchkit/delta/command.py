@@ -170,34 +170,3 @@ def existing_paths(repo: Repo, base: str, ps: PatchSet, paths: list[str]) -> lis
     at_base = {name for _m, _t, name in repo.ls_tree(base, "", recursive=True) if name in wanted}
     added = {fc.path for p in ps.patches for fc in p.files if fc.added}
     return sorted(at_base | (added & set(paths)))
-
-
-def render(r: DeltaResult) -> str:
-    from ..render import table
-    if r.fixed_upstream is not None:
-        fx = r.fixed_upstream
-        s = r.unpatched
-        return "\n".join([
-            f"delta {r.target} ({r.mode} mode) on {r.upstream_ref} {r.upstream_commit[:12]}: the series does not apply",
-            table([("unpatched", s["passed"], s["failed"], s["error"], s["skipped"], s["not_run"])],
-                  ("tree", "passed", "failed", "error", "skipped", "not run")),
-            f"verdict: {fx['summary']} ({fx['probe_mode']} mode, against what the set declares with it); "
-            f"report: {r.report}",
-            f"to do: {fx['advice']}"])
-    rows = [(name, s["passed"], s["failed"], s["error"], s["skipped"], s["not_run"])
-            for name, s in (("unpatched", r.unpatched), ("patched", r.patched))]
-    lines = [f"delta {r.target} ({r.mode} mode) on {r.upstream_ref} {r.upstream_commit[:12]}"]
-    lines += [f"{name} image: {i['name']}" + (f" ({i['id'][:12]}, {r.builder})" if i.get("id") else "")
-              for name, i in r.images.items()]
-    lines += [table(rows, ("tree", "passed", "failed", "error", "skipped", "not run")), "",
-              table([("fail->pass", len(r.fail_to_pass)), ("pass->pass", len(r.pass_to_pass)),
-                     ("pass->fail", len(r.pass_to_fail)), ("fail->fail", len(r.fail_to_fail)),
-                     ("other", len(r.other))])]
-    files = sorted({tid.split("::")[0] for tid in r.not_run})
-    for f in files:
-        reason = next(v for k, v in r.not_run.items() if k.split("::")[0] == f)
-        lines.append(f"not run here: {f} ({reason})")
-    lines += [f"INVALID: {why}" for why in r.invalid]
-    lines += [f"MISMATCH: {m}" for m in r.mismatches]
-    lines.append(f"verdict: {'matches the declared delta' if r.ok else 'does not match'}; report: {r.report}")
-    return "\n".join(lines)

@@ -95,10 +95,3 @@ def waiver_bench(root: Path, workdir: Path, lines: int = 100_000, files: int = 5
     seconds, cpu, n = best
     total = len((read_waives(repo, TAG, intent.waives_file) or "").splitlines())
     return WaiverBench(total, files, seconds, cpu, len(n.removed), len(n.added))
-
-
-def render_waiver_bench(b: WaiverBench) -> str:
-    verdict = "under" if b.seconds < b.target_seconds else "OVER"
-    return (f"waiver step on a {b.lines:,}-line waives.txt and {b.test_files:,} test files: {b.seconds:.2f} s "
-            f"(cpu {b.cpu_seconds:.2f} s; {verdict} the {b.target_seconds:.0f} s target); "
-            f"{b.removed} line(s) narrowed into {b.added}")

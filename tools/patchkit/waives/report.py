@@ -50,18 +50,3 @@ def _per_test(tests: list[str], text: str, stages, name: str) -> list[TestWaiver
             tw.lines.append({"line": h.entry.lineno, "text": h.entry.text, "level": h.level, "stages": list(h.stages)})
         out.append(tw)
     return out
-
-
-def render(r: WaiverReport) -> str:
-    lines = [f"waivers {r.target} at {r.ref} ({r.waives_file})"]
-    for title, rows in (("now", r.before), ("after the set's edit", r.after)):
-        lines.append(f"{title}:")
-        for tw in rows:
-            if not tw.lines:
-                lines.append(f"  {tw.test}: runs (no line waives it)")
-            for h in tw.lines:
-                lines.append(f"  {tw.test}: waived by line {h['line']} at the {h['level']} level "
-                             f"in {', '.join(h['stages'])}: {h['text']}")
-    if r.narrowing is not None:
-        lines.append(f"edit: {r.narrowing.why}")
-    return "\n".join(lines)
