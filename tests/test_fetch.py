@@ -183,3 +183,19 @@ def test_bench_reports_the_cold_apply_at_the_limit_and_the_old_clone_above_it(tm
     assert b.ratio("main") < b.ratio("main", fetchbench.BEFORE) < 1
     text = fetchbench.render(b)
     assert "limit: 1 commit, its trees, the set's blobs" in text and "steps of the cold apply now: cloning main" in text
+
+
+def test_delta_on_a_cold_clone_reads_only_the_sets_blobs(generated, tmp_path):
+    """git archive in a partial clone fetches every blob of the tree, whatever the pathspec:
+    the delta's trees must not (they are written from the set's blobs alone)."""
+    from patchkit.delta import command as delta_cmd
+    from patchkit.git import Repo
+    ps = patchset.load(ROOT, "rc25")
+    src = tmp_path / "trtllm"
+    apply_mod.apply(ps, src=src, url=generated.as_uri())
+    res = delta_cmd.delta(ps, repo=Repo(src), mode="source", report=tmp_path / "delta.json")
+    assert res.ok, res.mismatches + res.invalid
+    tag = git(generated, "rev-parse", "v1.3.0rc25^{commit}")
+    got = received(src)
+    assert of_type(got, "blob") <= blobs_at(generated, tag, ps.sparse_paths)
+    assert of_type(got, "commit") == {tag}
