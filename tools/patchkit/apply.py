@@ -1,15 +1,16 @@
 """make apply / make unapply: the series as commits on the target's branch, all or nothing."""
 from __future__ import annotations
 
-import json
+import contextlib
+import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import series
+from . import lock, schema as S, series, state
 from .delta import upstreamfix
 from .errors import Conflict, Hint, NotFound
-from .git import Repo, Sha
+from .git import GitError, Repo, Sha
 from .model import PatchSet
 from .transaction import require_clean, transaction
 from .upstream import base_of, obtain, refuse_symlinked_paths
@@ -27,42 +28,118 @@ class ApplyResult:
     tip: str
     cloned: bool
     already_applied: bool
+    checked_out_again: bool = False
     outcomes: list[series.Outcome] = field(default_factory=list)
     waiver: Narrowing | None = None
 
 
-def _state_file(repo: Repo, target: str) -> Path:
-    return repo.git_path(f"patchkit/{target}.json")
+STATE_SCHEMA = S.record({
+    "phase": S.string(), "target": S.string(), "branch": S.string(), "base": S.string(), "tip": S.string(),
+    "set_hash": S.string(), "previous_symbolic": S.optional(S.string()), "previous_head": S.optional(S.string()),
+}, unknown=True)
+APPLYING, APPLIED, UNAPPLYING = "applying", "applied", "unapplying"
 
 
 def read_state(repo: Repo, target: str) -> dict | None:
-    f = _state_file(repo, target)
-    return json.loads(f.read_text()) if f.is_file() else None
+    st = state.read(repo, target, STATE_SCHEMA)
+    if st is not None and st["phase"] not in (APPLYING, APPLIED, UNAPPLYING):
+        raise Conflict(f"{state.path(repo, target)}: unknown phase {st['phase'][:40]!r}; remove the file, then run again")
+    return st
 
 
 def apply(ps: PatchSet, *, src: Path, url: str | None = None, threeway: bool = False) -> ApplyResult:
     """Apply ps to the checkout at src (cloning it first when missing); raise on any conflict."""
-    repo, cloned = obtain(ps, src, url)
-    try:
-        return _apply(ps, repo, cloned, threeway)
-    except BaseException:
-        if cloned:
-            shutil.rmtree(src, ignore_errors=True)
-        raise
+    with contextlib.ExitStack() as held:
+        repo, cloned = obtain(ps, src, url, hold=held, command=f"apply {ps.target}")
+        try:
+            return _apply(ps, repo, cloned, threeway)
+        except BaseException:
+            if cloned:
+                shutil.rmtree(src, ignore_errors=True)
+            raise
+    raise AssertionError("unreachable")
+
+
+def _previous(st: dict) -> str:
+    """What to check out to get back to where the user was: the branch name, or the commit."""
+    return st["previous_symbolic"].removeprefix("refs/heads/") if st["previous_symbolic"] else st["previous_head"]
+
+
+def _go(repo: Repo, st: dict, rev: str) -> None:
+    """Check out rev after a kill inside git checkout, which may have left a stale index.lock,
+    half-written tracked files and new files of the series not yet tracked.
+
+    Only what git was doing for us is overwritten or removed: changed files must be ones the
+    previous HEAD and the series' tip disagree on, and an untracked file is removed only
+    when it holds exactly the series' content. Anything else is the user's and stops us."""
+    lock_file = repo.git_path("index.lock")
+    if lock_file.exists():
+        lock_file.unlink()
+    previous, tip = st["previous_head"], st["tip"]
+    ours = set(repo.changed_paths(previous, tip)) if previous else set()
+    dirty = repo.is_dirty()
+    theirs = [p for p in dirty if p not in ours]
+    if theirs:
+        raise Conflict(f"{repo.path} has changes patchkit did not make ({theirs[0]}); an interrupted "
+                       f"apply cannot be finished over them", hint=Hint(also="commit or stash them, then run again"))
+    going_back = rev != st["branch"]
+    if going_back and previous:
+        for p in repo.added_paths(previous, tip):
+            f = repo.path / p
+            if f.is_file() and not f.is_symlink() and not repo.is_tracked(p) and f.read_bytes() == repo.show_file(tip, p):
+                f.unlink()
+    if dirty:
+        repo.force_checkout(rev)
+    else:
+        repo.checkout(rev)
+
+
+def recover(repo: Repo, st: dict) -> str:
+    """Finish or undo what an interrupted apply or unapply left; returns what was done.
+
+    Intent is recorded before any ref moves, so a state file in phase 'applying' or
+    'unapplying' means a kill happened between there and the end. Apply is finished when
+    it got as far as checking the branch out; otherwise, and for unapply, the checkout goes
+    back to where the user was before apply and the branch is dropped.
+    """
+    branch_ref = f"refs/heads/{st['branch']}"
+    head_ref, tip = repo.symbolic_head(), repo.rev_parse(branch_ref)
+    if st["phase"] == APPLYING and head_ref == branch_ref and tip == st["tip"]:
+        _go(repo, st, st["branch"])
+        state.write(repo, st["target"], dict(st, phase=APPLIED))
+        return "finished"
+    _go(repo, st, _previous(st))
+    if tip == st["tip"]:
+        repo.delete_ref(branch_ref, Sha(tip))
+    state.remove(repo, st["target"])
+    return "undone"
 
 
 def _apply(ps: PatchSet, repo: Repo, cloned: bool, threeway: bool) -> ApplyResult:
+    st = read_state(repo, ps.target)
+    if st is not None and st["phase"] != APPLIED:
+        recover(repo, st)
+        st = read_state(repo, ps.target)
     require_clean(repo)
     base_ref, base = base_of(repo, ps)
     branch_ref = f"refs/heads/{ps.branch}"
     existing = repo.rev_parse(branch_ref)
-    state = read_state(repo, ps.target)
+    if st is not None and existing is None:
+        state.remove(repo, ps.target)  # the branch was deleted by hand: the record is stale
+        st = None
     result = ApplyResult(ps.target, str(repo.path), ps.branch, base_ref, base, existing or base, cloned, False)
     if existing:
-        if state and state["tip"] == existing and state["base"] == base and state["set_hash"] == ps.content_hash:
-            result.already_applied = True
+        if st and st["tip"] == existing and st["base"] == base and st["set_hash"] == ps.content_hash:
+            if repo.symbolic_head() == branch_ref:
+                result.already_applied = True
+                return result
+            # Built before, but the user has checked out something else since: check it out again.
+            with transaction(repo):
+                refuse_untracked(repo, existing)
+                _checkout(repo, ps.branch)
+            result.already_applied = result.checked_out_again = True
             return result
-        why = ("was built from another version of the patch set or another base" if state
+        why = ("was built from another version of the patch set or another base" if st
                else "was not made by apply")
         raise Conflict(f"branch {ps.branch} already exists and {why}",
                        hint=Hint("unapply", also="or delete the branch; then apply again"))
@@ -78,21 +155,39 @@ def _apply(ps: PatchSet, repo: Repo, cloned: bool, threeway: bool) -> ApplyResul
     res.raise_on_conflict(hint=None if threeway else Hint.run(None, threeway=True),
                           note=fix.summary() if fix is not None else "")
     result.outcomes, result.tip, result.waiver = res.outcomes, res.tip, res.extra
+    refuse_untracked(repo, res.tip)
 
     with transaction(repo) as snap:
-        repo.update_ref(branch_ref, res.tip, None, f"patchkit: apply {ps.target}")
-        state_file = _state_file(repo, ps.target)
-        state_file.parent.mkdir(parents=True, exist_ok=True)
-        state_file.write_text(json.dumps({
-            "target": ps.target, "branch": ps.branch, "base": base, "tip": res.tip,
-            "set_hash": ps.content_hash, "previous_symbolic": snap.symbolic_head, "previous_head": snap.head,
-        }, indent=2) + "\n")
+        # Intent first, atomically: a kill after this line is finished or undone by the next run.
+        record = {"phase": APPLYING, "target": ps.target, "branch": ps.branch, "base": base, "tip": res.tip,
+                  "set_hash": ps.content_hash, "previous_symbolic": snap.symbolic_head, "previous_head": snap.head}
+        state.write(repo, ps.target, record)
         try:
-            repo.checkout(ps.branch)
+            repo.update_ref(branch_ref, res.tip, None, f"patchkit: apply {ps.target}")
+            _checkout(repo, ps.branch)
+            state.write(repo, ps.target, dict(record, phase=APPLIED))
         except BaseException:
-            state_file.unlink(missing_ok=True)
+            state.remove(repo, ps.target)
             raise
     return result
+
+
+def refuse_untracked(repo: Repo, tip: str) -> None:
+    """Conflict when checking out tip would have to overwrite a file git does not track.
+
+    git checkout refuses too, but only after the branch exists, and in its own words."""
+    head = repo.head()
+    for p in repo.added_paths(head, tip) if head else []:
+        if os.path.lexists(repo.path / p):
+            raise Conflict(f"{repo.path / p} is not tracked by git, and the series adds a file there; "
+                           f"move it away (or commit it on another branch), then run again")
+
+
+def _checkout(repo: Repo, rev: str) -> None:
+    try:
+        repo.checkout(rev)
+    except GitError as exc:
+        raise Conflict(f"checking out {rev} failed in {repo.path}: {exc.first_line()}") from exc
 
 
 @dataclass
@@ -106,18 +201,40 @@ class UnapplyResult:
 def unapply(ps: PatchSet, *, src: Path) -> UnapplyResult:
     """Return the checkout to where it was before make apply, and drop the target's branch."""
     repo = Repo.open(src)
-    state = read_state(repo, ps.target)
-    if not state:
-        raise NotFound(f"{ps.target} was not applied to {src} by apply; nothing to unapply")
-    branch_ref = f"refs/heads/{state['branch']}"
+    with lock.hold(repo.git_path(lock.NAME), f"unapply {ps.target}", str(src)):
+        st = read_state(repo, ps.target)
+        if not st:
+            raise NotFound(f"{ps.target} was not applied to {src} by apply; nothing to unapply")
+        if st["phase"] != APPLIED:
+            recover(repo, st)  # finishes an interrupted apply, or undoes it
+            st = read_state(repo, ps.target)
+            if not st:
+                return UnapplyResult(ps.target, str(repo.path), ps.branch, _previous_name(repo))
+        return _unapply(repo, st)
+
+
+def _previous_name(repo: Repo) -> str:
+    head = repo.symbolic_head()
+    return head.removeprefix("refs/heads/") if head else (repo.head() or "")
+
+
+def _unapply(repo: Repo, st: dict) -> UnapplyResult:
+    branch_ref = f"refs/heads/{st['branch']}"
     tip = repo.rev_parse(branch_ref)
+    if tip and tip != st["tip"]:
+        raise Conflict(f"branch {st['branch']} has commits made after apply; "
+                       f"move them elsewhere or delete the branch by hand")
+    restored = st["previous_symbolic"] or st["previous_head"]
     with transaction(repo):
-        restored = state["previous_symbolic"] or state["previous_head"]
-        repo.checkout(restored.removeprefix("refs/heads/") if state["previous_symbolic"] else restored)
-        if tip:
-            if tip != state["tip"]:
-                raise Conflict(f"branch {state['branch']} has commits made after apply; "
-                               f"move them elsewhere or delete the branch by hand")
-            repo.delete_ref(branch_ref, Sha(tip))
-        _state_file(repo, ps.target).unlink()
-    return UnapplyResult(ps.target, str(repo.path), state["branch"], restored)
+        state.write(repo, st["target"], dict(st, phase=UNAPPLYING))
+        try:
+            if st["previous_head"]:
+                refuse_untracked(repo, st["previous_head"])
+            _checkout(repo, _previous(st))
+            if tip:
+                repo.delete_ref(branch_ref, Sha(tip))
+        except BaseException:
+            state.write(repo, st["target"], st)
+            raise
+        state.remove(repo, st["target"])
+    return UnapplyResult(st["target"], str(repo.path), st["branch"], restored)

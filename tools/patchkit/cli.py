@@ -7,6 +7,7 @@ only this module exits.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import __version__, progress, apply as apply_mod, bench, check as check_mod, demo, miniature, patchset, render
+from . import __version__, lock, progress, apply as apply_mod, bench, check as check_mod, demo, miniature, patchset, render
 from .container import build as cbuild
 from .delta import command as delta_cmd
 from .git import Repo
@@ -125,33 +126,44 @@ def _delta(root, args):
                            base_image=args.base, builder_name=args.builder)
 
 
+def _locked(repo: Repo, command: str) -> contextlib.AbstractContextManager:
+    """The checkout's lock, held while a command writes to it (see lock.py)."""
+    return lock.hold(repo.git_path(lock.NAME), command, str(repo.path))
+
+
 def _pr(root, args):
     ps = _set(root, args)
-    return pr_branch.pr(ps, repo=Repo.open(_src(root, ps, args)),
-                        report=(args.report or root / "build" / "delta" / f"{ps.target}.json").resolve(),
-                        out_dir=(args.out or root / "build" / "pr" / ps.target).resolve(), signoff=args.signoff)
+    repo = Repo.open(_src(root, ps, args))
+    with _locked(repo, f"pr {ps.target}"):
+        return pr_branch.pr(ps, repo=repo,
+                            report=(args.report or root / "build" / "delta" / f"{ps.target}.json").resolve(),
+                            out_dir=(args.out or root / "build" / "pr" / ps.target).resolve(), signoff=args.signoff)
 
 
 def _dco(root, args):
     repo = Repo.open(args.src)
     if args.fix:
-        return dco.fix(repo, args.branch, dco.signoff_identity(repo, args.signoff), args.base)
+        with _locked(repo, f"dco --fix {args.branch}"):
+            return dco.fix(repo, args.branch, dco.signoff_identity(repo, args.signoff), args.base)
     return dco.check(repo, args.branch, args.base)
 
 
 def _export(check_only: bool):
     def run(root, args):
         ps = _set(root, args)
-        return export_mod.export(ps, Repo.open(_src(root, ps, args)), args.branch or ps.branch, check_only=check_only,
-                                 waiver_out=root / "build" / "export" / ps.target)
+        repo = Repo.open(_src(root, ps, args))
+        with contextlib.nullcontext() if check_only else _locked(repo, f"export {ps.target}"):
+            return export_mod.export(ps, repo, args.branch or ps.branch, check_only=check_only,
+                                     waiver_out=root / "build" / "export" / ps.target)
     return run
 
 
 def _container(root, args):
     ps = _set(root, args)
-    repo, _ = obtain(ps, _src(root, ps, args), args.url)
-    return cbuild.build(root, ps, repo, context_dir=(args.context or root / "build" / "container" / ps.target).resolve(),
-                        base=args.base, builder_name=args.builder)
+    with contextlib.ExitStack() as held:
+        repo, _ = obtain(ps, _src(root, ps, args), args.url, hold=held, command=f"container {ps.target}")
+        return cbuild.build(root, ps, repo, context_dir=(args.context or root / "build" / "container" / ps.target).resolve(),
+                            base=args.base, builder_name=args.builder)
 
 
 def _push(root, args):
@@ -282,7 +294,8 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         if exc.details:
             print(exc.details)
-        print(f"patchkit: error: {said.error(exc)}", file=sys.stderr)
+        notes = "".join(f"; {n}" for n in getattr(exc, "__notes__", ()))  # e.g. a restore that failed too
+        print(f"patchkit: error: {said.error(exc)}{notes}", file=sys.stderr)
         return exc.code
     except KeyboardInterrupt:
         print("patchkit: interrupted", file=sys.stderr)

@@ -22,6 +22,8 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import signal
+import threading
 import sys
 import tarfile
 import tempfile
@@ -470,6 +472,15 @@ class Repo:
         args = ["diff-tree", "-r", "--name-only", "-z", "--no-commit-id", rev] + ([other] if other else [])
         return sorted(p for p in self._run(*args).text.split("\0") if p)
 
+    def added_paths(self, rev: str, other: str) -> list[str]:
+        """Paths that other has and rev does not (what checking out other would create)."""
+        out = self._run("diff-tree", "-r", "--name-only", "-z", "--no-commit-id", "--diff-filter=A", rev, other).text
+        return sorted(p for p in out.split("\0") if p)
+
+    def is_tracked(self, path: str) -> bool:
+        """Whether the index has path."""
+        return bool(self._run("--literal-pathspecs", "ls-files", "-z", "--", path).text.strip("\0"))
+
     # -- objects: one cat-file --batch process (GitPython's GitCmdObjectDB) -------------------
     def ls_tree(self, rev: str, path: str = "", recursive: bool = True) -> list[tuple[str, str, str]]:
         """(mode, type, path) entries under path at rev, read from trees only (no blobs needed)."""
@@ -728,8 +739,29 @@ def _transfer(runner: _Git, args: Sequence[str], what: str, *, check: bool = Tru
     pre = [a for c in config for a in ("-c", c)]
     with progress.step(what):
         if not progress.enabled():
-            return _call(runner, [*pre, args[0], "-q", *args[1:]], check=check)
+            return _call(runner, [*pre, args[0], "-q", *args[1:]], check=check, timeout=network_timeout())
         return _call_showing_progress(runner, [*pre, args[0], "--progress", *args[1:]], check)
+
+
+def network_timeout() -> float:
+    """Seconds a clone or fetch may take (PATCHKIT_NETWORK_TIMEOUT, default 30 minutes):
+    a URL that never answers (fd::17, a dead host) must end in an error, not a hang."""
+    try:
+        return max(1.0, float(os.environ.get("PATCHKIT_NETWORK_TIMEOUT", "1800")))
+    except ValueError:
+        return 1800.0
+
+
+def _kill_tree(pid: int) -> None:
+    """SIGKILL pid and its descendants (a transport helper would keep git's stderr open)."""
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        children = []
+    for child in children:
+        _kill_tree(int(child))
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGKILL)
 
 
 def _call_showing_progress(runner: _Git, args: Sequence[str], check: bool) -> Result:
@@ -740,12 +772,16 @@ def _call_showing_progress(runner: _Git, args: Sequence[str], check: bool) -> Re
     except GitCommandNotFound as exc:
         raise ToolMissing("git is not installed or not on PATH") from exc
     kept = bytearray()
+    timer = threading.Timer(network_timeout(), _kill_tree, (child.proc.pid,))
+    timer.daemon = True
+    timer.start()
     while chunk := child.proc.stderr.read1(65536):
         sys.stderr.buffer.write(chunk)
         sys.stderr.flush()
         kept += chunk
         del kept[:-65536]
     status = child.proc.wait()
+    timer.cancel()
     # Progress lines end in CR; keep only git's messages for an error.
     err = "\n".join(part for line in kept.decode("utf-8", "replace").splitlines()
                     for part in [line.rsplit("\r", 1)[-1]] if part and "%" not in part)
@@ -791,7 +827,7 @@ def partial_clone(url: str, dest: Path, ref: str, sparse_paths: Iterable[str], *
     shallow = ["--depth", str(depth)] if depth else []
     try:
         _transfer(_Git(None), ["clone", *pack, f"--filter={filter}", *shallow, "--no-checkout", "--single-branch",
-                               "--branch", ref, url, str(dest)], f"cloning {ref} from {url}")
+                               "--branch", ref, "--", url, str(dest)], f"cloning {ref} from {url}")
     except GitError as exc:
         raise NotFound(f"cannot clone {ref} from {url}: {exc.first_line()}") from exc
     repo = Repo(dest)

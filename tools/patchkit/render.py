@@ -49,6 +49,8 @@ def outcomes(outs) -> str:
 
 
 def apply_result(r) -> str:
+    if getattr(r, "checked_out_again", False):
+        return (f"{r.target}: branch {r.branch} ({r.tip[:12]}) was already built; checked it out again in {r.checkout}")
     if r.already_applied:
         return (f"{r.target}: already applied on branch {r.branch} ({r.tip[:12]}) in {r.checkout}; nothing changed")
     lines = [f"{r.target}: {r.base_ref} {r.base[:12]} -> branch {r.branch} {r.tip[:12]}"

@@ -38,25 +38,40 @@ def snapshot(repo: Repo) -> Snapshot:
     )
 
 
-def restore(repo: Repo, snap: Snapshot) -> None:
-    """Put refs, HEAD, index and tracked files back as they were in snap."""
-    now = repo.refs()
+def restore(repo: Repo, snap: Snapshot) -> list[str]:
+    """Put refs, HEAD, index and tracked files back as they were in snap.
+
+    Every step is tried even when an earlier one fails (a failing git must not leave the
+    rest undone); the failures are returned, one line each.
+    """
+    failures: list[str] = []
+
+    def step(what: str, fn, *args) -> None:
+        try:
+            fn(*args)
+        except Exception as exc:  # noqa: BLE001 - collected and reported, never swallowed
+            failures.append(f"{what}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
+
+    now: dict[str, Sha] = {}
+    step("read refs", lambda: now.update(repo.refs()))
     for ref, sha in now.items():
         if ref not in snap.refs:
-            repo.delete_ref(ref, sha)
+            step(f"delete {ref}", repo.delete_ref, ref, sha)
     for ref, sha in snap.refs.items():
         if now.get(ref) != sha:
-            repo.set_ref(ref, sha, "patchkit: restore")
+            step(f"reset {ref}", repo.set_ref, ref, sha, "patchkit: restore")
     if snap.symbolic_head:
-        repo.set_symbolic_head(snap.symbolic_head)
+        step("restore HEAD", repo.set_symbolic_head, snap.symbolic_head)
     elif snap.head:
-        repo.detach_head(snap.head)
+        step("restore HEAD", repo.detach_head, snap.head)
     if snap.head:
-        repo.reset_hard()
-    index = repo.index_path()
+        step("restore files", repo.reset_hard)
     if snap.index is not None:
-        index.write_bytes(snap.index)
-    repo.worktree_prune()
+        step("restore index", lambda: repo.index_path().write_bytes(snap.index))
+    step("prune worktrees", repo.worktree_prune)
+    for f in failures:
+        log.warning("restoring %s: %s", repo.path, f)
+    return failures
 
 
 def require_clean(repo: Repo) -> None:
@@ -74,7 +89,9 @@ def transaction(repo: Repo) -> Iterator[Snapshot]:
     snap = snapshot(repo)
     try:
         yield snap
-    except BaseException:
+    except BaseException as exc:
         log.info("restoring %s after a failure", repo.path)
-        restore(repo, snap)
+        failures = restore(repo, snap)
+        if failures:
+            exc.add_note(f"restoring {repo.path} failed at: " + "; ".join(failures))
         raise

@@ -1,31 +1,54 @@
 """Open the upstream checkout a command works on, or obtain one by partial clone."""
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
+import tempfile
 from pathlib import Path, PurePosixPath
 
+from . import lock
 from .errors import BadInput, Hint, NotFound
 from .git import Repo, Sha, partial_clone, resolve_target_ref
 from .model import PatchSet
 
 
-def obtain(ps: PatchSet, src: Path, url: str | None) -> tuple[Repo, bool]:
+def obtain(ps: PatchSet, src: Path, url: str | None, hold: contextlib.ExitStack | None = None,
+           command: str = "") -> tuple[Repo, bool]:
     """The checkout at src; when src does not exist, a shallow partial sparse clone of the
     set's ref (one commit, its trees, the blobs of the set's paths).
 
-    Returns (repo, cloned). A failed clone leaves nothing behind.
+    Returns (repo, cloned). With hold, the checkout's lock is taken and kept in hold.
+    The clone is made in a temporary directory beside src and renamed to src only when it
+    is complete, so a kill midway never leaves a half-made checkout at src (one that the
+    next run would refuse as dirty); a leftover temporary directory is removed by the next
+    clone to the same place.
     """
-    if src.exists():
+    if src.exists() or src.is_symlink():
         repo = Repo.open(src)
+        if hold is not None:
+            hold.enter_context(lock.hold(repo.git_path(lock.NAME), command, str(src)))
         _fetch_missing_ref(repo, ps)
         return repo, False
     if not src.parent.is_dir():
         raise BadInput(f"{src.parent} does not exist", hint=Hint.choose("src", also=f"or create {src.parent}"))
-    try:
-        return partial_clone(url or ps.upstream.url, src, ps.upstream.ref, ps.sparse_paths), True
-    except BaseException:
-        shutil.rmtree(src, ignore_errors=True)
-        raise
+    with contextlib.ExitStack() as cloning:
+        # Two clones to one place: the second waits, then finds the first one's checkout.
+        cloning.enter_context(lock.hold(src.parent / f".{src.name}.patchkit-clone.lock", command, str(src)))
+        if src.exists():
+            return obtain(ps, src, url, hold, command)
+        for stale in src.parent.glob(f".{src.name}.patchkit-partial-*"):
+            shutil.rmtree(stale, ignore_errors=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{src.name}.patchkit-partial-", dir=src.parent))
+        try:
+            repo = partial_clone(url or ps.upstream.url, tmp / "clone", ps.upstream.ref, ps.sparse_paths)
+            if hold is not None:  # the lock file moves with the rename: nobody can slip in between
+                hold.enter_context(lock.hold(repo.git_path(lock.NAME), command, str(src)))
+            repo.close()
+            os.rename(tmp / "clone", src)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return Repo(src), True
 
 
 def _fetch_missing_ref(repo: Repo, ps: PatchSet) -> None:

@@ -5,14 +5,17 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import series
+from .. import schema as S, series, state
 from ..errors import Conflict, ExitCode, Hint, UserError
-from ..git import Repo
+from ..git import Repo, Sha
 from ..model import PatchSet
 from ..upstream import base_of
 from ..waives import edit as waiver_edit
 from . import body as body_mod, checklist, checks, dco, template as template_mod
 from .title import title as make_title
+
+
+_PR_STATE = S.record({"branch": S.string(), "tip": S.string()}, unknown=True)
 
 
 @dataclass
@@ -29,6 +32,29 @@ class PrResult:
     template: str = ""  # where the body's template came from
     checklist: list[dict] = field(default_factory=list)  # each item: text, state, why, by
     notes: list[str] = field(default_factory=list)
+
+
+def _refuse_foreign_commits(repo: Repo, target: str, branch: str) -> Sha | None:
+    """The branch's tip, when make pr may move it: it must be the tip make pr left there.
+
+    Re-running make pr after committing a review fix on pr/<target> discarded that commit
+    without a word; now it is named and nothing moves."""
+    ref = f"refs/heads/{branch}"
+    old = repo.rev_parse(ref)
+    if old is None:
+        return None
+    if repo.symbolic_head() == ref:
+        raise Conflict(f"{branch} is checked out in {repo.path}; switch to another branch first "
+                       f"(git -C {repo.path} switch -), then run again")
+    last = state.read(repo, f"pr-{target}", _PR_STATE)
+    if last is None or last["tip"] != old:
+        ours = last["tip"] if last and repo.rev_parse(last["tip"]) else None
+        foreign = repo.commits(f"{ours}..{old}") if ours else [old]
+        sha = foreign[-1] if foreign else old
+        subject = repo.commit_info(sha).subject
+        raise Conflict(f"{branch} has {sha[:12]} ({subject[:60]}), which make pr did not make; keep it elsewhere "
+                       f"(git -C {repo.path} branch keep/{target} {branch}) or delete {branch}, then run again")
+    return old
 
 
 def pr(ps: PatchSet, *, repo: Repo, report: Path, out_dir: Path, signoff: str | None = None,
@@ -62,9 +88,7 @@ def pr(ps: PatchSet, *, repo: Repo, report: Path, out_dir: Path, signoff: str | 
         raise UserError(f"{ps.target}: the PR body would fail upstream's PR checks: {first}"
                         + (f" (and {more} more)" if more else "") + "; nothing written", ExitCode.MISMATCH)
     branch = f"pr/{ps.target}"
-    old = repo.rev_parse(f"refs/heads/{branch}")
-    if old != res.tip:
-        repo.update_ref(f"refs/heads/{branch}", res.tip, old, f"patchkit pr {ps.target}")
+    old = _refuse_foreign_commits(repo, ps.target, branch)
 
     text = body.text
     messages = [repo.commit_info(s).message.strip() + "\n" for s in shas]
@@ -75,6 +99,10 @@ def pr(ps: PatchSet, *, repo: Repo, report: Path, out_dir: Path, signoff: str | 
     (out_dir / "title.txt").write_text(pr_title + "\n")
     (out_dir / "body.md").write_text(text)
     written = repo.format_series(f"{base}..{res.tip}", out_dir / "patches")
+    # The branch moves last, once everything it stands for is written.
+    if old != res.tip:
+        repo.update_ref(f"refs/heads/{branch}", res.tip, old, f"patchkit pr {ps.target}")
+    state.write(repo, f"pr-{ps.target}", {"branch": branch, "tip": res.tip})
     return PrResult(ps.target, branch, base, res.tip, pr_title, text, messages, str(out_dir),
                     [p.name for p in written], body.template,
                     [vars(a) for a in body.answers], body.notes)

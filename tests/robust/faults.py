@@ -1,0 +1,70 @@
+"""Fault injection: a git on PATH that fails, or SIGKILLs patchkit, at its Nth call.
+
+FAULT_N=n (1-based; 0 counts only), FAULT_MODE=fail|kill-before|kill-after, FAULT_COUNTER
+a file that counts calls, FAULT_PID the patchkit process to kill (the launcher execs into
+it, so its pid is known before it starts). Nested git calls (clone's upload-pack) count too.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from helpers import ROOT
+
+WRAPPER = r'''#!/bin/sh
+n=$(( $(cat "$FAULT_COUNTER" 2>/dev/null || echo 0) + 1 ))
+echo $n > "$FAULT_COUNTER"
+if [ "$n" = "$FAULT_N" ]; then
+  case "$FAULT_MODE" in
+    fail) echo "fatal: injected failure at git call $n" >&2; exit 128 ;;
+    kill-before) kill -9 "$FAULT_PID"; exit 128 ;;
+    kill-after) "$REAL_GIT" "$@"; rc=$?; kill -9 "$FAULT_PID"; exit $rc ;;
+  esac
+fi
+exec "$REAL_GIT" "$@"
+'''
+
+
+@dataclass
+class Run:
+    code: int
+    stdout: str
+    stderr: str
+    calls: int
+
+
+class Injector:
+    def __init__(self, tmp: Path) -> None:
+        self.bin = tmp / "faultbin"
+        self.bin.mkdir(parents=True, exist_ok=True)
+        (self.bin / "git").write_text(WRAPPER)
+        (self.bin / "git").chmod(0o755)
+        self.counter = tmp / "fault-counter"
+        self.real = shutil.which("git")
+
+    def run(self, argv: list[str], n: int = 0, mode: str = "fail", root: Path = ROOT, timeout: float = 120) -> Run:
+        """patchkit argv with a fault at git call n (0: none); the crash log dir is checked by callers."""
+        self.counter.write_text("0")
+        env = dict(os.environ, PATH=f"{self.bin}:{os.environ['PATH']}", FAULT_N=str(n), FAULT_MODE=mode,
+                   FAULT_COUNTER=str(self.counter), REAL_GIT=self.real, PATCHKIT_LOCK_WAIT="1",
+                   GIT_PYTHON_GIT_EXECUTABLE=str(self.bin / "git"))
+        launcher = 'FAULT_PID=$$; export FAULT_PID; exec "$0" "$@"'
+        res = subprocess.run(["sh", "-c", launcher, sys.executable, "-m", "patchkit", "--root", str(root), *argv],
+                             capture_output=True, text=True, env=env, timeout=timeout)
+        return Run(res.returncode, res.stdout, res.stderr, int(self.counter.read_text().strip() or 0))
+
+    def count(self, argv: list[str], root: Path = ROOT) -> int:
+        res = self.run(argv, 0, root=root)
+        assert res.code in (0, 1), res.stderr
+        return res.calls
+
+
+def sample(total: int, k: int) -> list[int]:
+    """k fault points spread over 1..total, first and last included (all when k >= total)."""
+    if k >= total:
+        return list(range(1, total + 1))
+    return sorted({1 + round(i * (total - 1) / (k - 1)) for i in range(k)}) if k > 1 else [1 + total // 2]
