@@ -44,3 +44,9 @@ def copy_root(tmp_path: Path) -> Path:
         shutil.copytree(ROOT / d, root / d)
     (root / "tools" / "patchkit").mkdir(parents=True)
     return root
+
+
+def render_waives(entries) -> str:
+    """Parsed waives.txt lines back as text: parsing must lose nothing of a line (narrowing
+    rewrites some lines and keeps every other byte)."""
+    return "".join(e.text + e.end for e in entries)

@@ -36,7 +36,7 @@ def python_base(storage, miniature_template, tmp_path_factory):
     """python_base(ref): an image shaped like a release built from that ref of the miniature:
     Python with pytest, and the miniature's tensorrt_llm in the sets' site_packages. Each is
     built once a session: the slow part."""
-    from patchkit.container.testbase import make_base
+    from patchkit.container.bases import make_base
     built: dict[str, str] = {}
 
     def get(ref: str) -> str:

@@ -15,7 +15,7 @@ import pytest
 from patchkit import patchset
 from patchkit.cli import main
 from patchkit.container import build as cbuild
-from patchkit.container.testbase import make_base
+from patchkit.container.bases import make_base
 from patchkit.git import Repo
 from cstore import in_store, needs_tools
 from helpers import ROOT, sh

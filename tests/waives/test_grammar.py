@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from patchkit.errors import BadInput
-from patchkit.waives.parse import parse_line, parse_test_db, parse_waives, render, split_name
+from patchkit.waives.parse import parse_line, parse_test_db, parse_waives, split_name
+from helpers import render_waives as render
 from helpers import ROOT
 
 MINI = ROOT / "tests/fixtures/miniature/base/tests/integration/test_lists"

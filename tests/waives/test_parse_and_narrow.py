@@ -6,7 +6,8 @@ import pytest
 from patchkit.errors import BadInput, Conflict
 from patchkit.waives.match import hits
 from patchkit.waives.narrow import narrow
-from patchkit.waives.parse import parse_test_db, parse_waives, render
+from patchkit.waives.parse import parse_test_db, parse_waives
+from helpers import render_waives as render
 from helpers import ROOT
 
 BASE = ROOT / "tests/fixtures/miniature/base/tests"

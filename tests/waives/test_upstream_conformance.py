@@ -13,7 +13,8 @@ import pytest
 
 from patchkit.waives.match import Matcher, ci_item, waived_files
 from patchkit.waives.narrow import narrow, test_id as tid
-from patchkit.waives.parse import parse_test_db, parse_waives, render
+from patchkit.waives.parse import parse_test_db, parse_waives
+from helpers import render_waives as render
 from helpers import ROOT, sh
 
 SHARED = ROOT.parent / "shared" / "upstream"

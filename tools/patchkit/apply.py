@@ -10,7 +10,7 @@ from pathlib import Path
 from . import lock, schema as S, series, state
 from .delta import upstreamfix
 from .errors import Conflict, Hint, NotFound
-from .git import GitError, Repo, Sha
+from .git import GitError, Repo, Sha, short_ref
 from .model import PatchSet
 from .transaction import require_clean, transaction
 from .upstream import base_of, obtain, refuse_symlinked_paths
@@ -62,7 +62,7 @@ def apply(ps: PatchSet, *, src: Path, url: str | None = None, threeway: bool = F
 
 def _previous(st: dict) -> str:
     """What to check out to get back to where the user was: the branch name, or the commit."""
-    return st["previous_symbolic"].removeprefix("refs/heads/") if st["previous_symbolic"] else st["previous_head"]
+    return short_ref(st["previous_symbolic"]) if st["previous_symbolic"] else st["previous_head"]
 
 
 def _go(repo: Repo, st: dict, rev: str) -> None:
@@ -215,7 +215,7 @@ def unapply(ps: PatchSet, *, src: Path) -> UnapplyResult:
 
 def _previous_name(repo: Repo) -> str:
     head = repo.symbolic_head()
-    return head.removeprefix("refs/heads/") if head else (repo.head() or "")
+    return short_ref(head) if head else (repo.head() or "")
 
 
 def _unapply(repo: Repo, st: dict) -> UnapplyResult:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from . import benchgen, fetchbench, miniature, patchset, proc, progress
 from .container import build as cbuild
-from .container.testbase import make_base
+from .container.bases import make_base
 from .delta import command as delta_cmd
 from .git import Repo
 from .waives.bench import waiver_bench  # noqa: F401 (make bench runs it)

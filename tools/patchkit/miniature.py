@@ -1,7 +1,9 @@
 """make miniature: build the small upstream repository the demo and the tests run on.
 
 The scaffolding lives in tests/fixtures/miniature (a manifest of commits, each a directory
-laid over the tree before it). Lines marked '#patchkit: preimage <target> <n>' become the
+laid over the tree before it). It is data of this feature, read from the project root like
+patches/ (make demo and make miniature run on it), and the tests' fixture too, hence where
+it lives. Lines marked '#patchkit: preimage <target> <n>' become the
 preimage of hunk n of that target's patches for the file, so the lines the real patches
 touch are the patches' own. A line '#patchkit: filler' becomes generated code of our own,
 as many lines as put the first preimage after it (or the line after '#patchkit: at <target>

@@ -28,7 +28,6 @@ class FileChange:
     path: str  # the path after the change ('' for a deletion: see old_path)
     old_path: str
     added: bool
-    removed: bool
     hunks: tuple["Hunk", ...]
 
 
@@ -38,7 +37,6 @@ class Hunk:
     old_start: int
     old_len: int
     preimage: tuple[str, ...]  # context and removed lines, as the file had them
-    postimage: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -107,6 +105,11 @@ class Status:
     applied_upstream: str | None = None
 
 
+# Where upstream keeps its test lists: the one home of these paths (a set may name others).
+WAIVES_FILE = "tests/integration/test_lists/waives.txt"
+TEST_DB = "tests/integration/test_lists/test-db"
+
+
 @dataclass(frozen=True)
 class WaiverIntent:
     """What the set needs from upstream's waives.txt (see waivers/<target>.yaml)."""
@@ -114,7 +117,7 @@ class WaiverIntent:
     waives_file: str
     must_run: tuple[str, ...]  # test files of the set that CI must run
     reason: str
-    test_db: str = "tests/integration/test_lists/test-db"
+    test_db: str = TEST_DB
 
 
 @dataclass(frozen=True)

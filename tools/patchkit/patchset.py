@@ -14,7 +14,7 @@ import unidiff
 from . import schema as S
 from .errors import BadInput, NotFound
 from .git import check_ref_format
-from .model import (ChecklistAnswer, Container, FileChange, Hunk, Patch, PatchSet, PrIntent, Status, Tests, Upstream,
+from .model import (TEST_DB, ChecklistAnswer, Container, FileChange, Hunk, Patch, PatchSet, PrIntent, Status, Tests, Upstream,
                     WaiverIntent)
 
 METADATA = "patchset.yaml"
@@ -54,7 +54,7 @@ WAIVERS_SCHEMA = S.record({
     "waives_file": S.rel_path(),
     "must_run": S.list_of(S.rel_path()),
     "reason": S.string(),
-    "test_db": S.optional(S.rel_path(), "tests/integration/test_lists/test-db"),
+    "test_db": S.optional(S.rel_path(), TEST_DB),
 })
 
 
@@ -205,11 +205,10 @@ def _parse_diff(name: str, diff: str) -> tuple[FileChange, ...]:
                 old_start=h.source_start,
                 old_len=h.source_length,
                 preimage=tuple(line.value for line in h if not line.is_added),
-                postimage=tuple(line.value for line in h if not line.is_removed),
             )
             for h in pf
         )
-        changes.append(FileChange(path=new, old_path=old, added=pf.is_added_file, removed=pf.is_removed_file, hunks=hunks))
+        changes.append(FileChange(path=new, old_path=old, added=pf.is_added_file, hunks=hunks))
     return tuple(changes)
 
 

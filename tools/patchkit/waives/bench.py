@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .. import miniature, patchset, progress
 from ..git import Repo
+from ..model import TEST_DB, WAIVES_FILE
 from .edit import compute, read_waives
 
 TAG = "v1.3.0rc25"
@@ -58,7 +59,7 @@ def large_waives_upstream(root: Path, dest: Path, lines: int, files: int, seed: 
     miniature.build(root, dest)
     repo = Repo.open(dest)
     rng = random.Random(seed)
-    base = read_waives(repo, TAG, "tests/integration/test_lists/waives.txt") or ""
+    base = read_waives(repo, TAG, WAIVES_FILE) or ""
     generated = _waiver_lines(max(lines - len(base.splitlines()), 0), files, rng)
     waives = "\n".join(sorted(base.splitlines() + generated, key=lambda s: (not s.startswith("#"), s))) + "\n"
     db = "version: 0.0.1\nl0_gen:\n- condition:\n    terms:\n      stage: pre_merge\n  tests:\n" + "".join(
@@ -67,8 +68,7 @@ def large_waives_upstream(root: Path, dest: Path, lines: int, files: int, seed: 
     msg = "Bench: a large waives.txt\n"
     out = [f"commit refs/heads/bench\ncommitter Bench <bench@example.invalid> 1790000000 +0000\n"
            f"data {len(msg)}\n{msg}from {tip}\n"]
-    for path, body in [("tests/integration/test_lists/waives.txt", waives),
-                       ("tests/integration/test_lists/test-db/l0_gen.yml", db)]:
+    for path, body in [(WAIVES_FILE, waives), (f"{TEST_DB}/l0_gen.yml", db)]:
         out.append(f"M 100644 inline {path}\ndata {len(body.encode())}\n{body}")
     for f in range(files):
         body = f"def test_case():\n    assert {f} == {f}\n"

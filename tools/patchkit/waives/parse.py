@@ -164,10 +164,6 @@ def parse_waives(text: str, name: str = "waives.txt") -> list[Entry]:
     return [parse_line(line, n, name, end, screened) for n, (line, end) in enumerate(split_lines(text), start=1)]
 
 
-def render(entries: list[Entry]) -> str:
-    return "".join(e.text + e.end for e in entries)
-
-
 @dataclass(frozen=True)
 class Stage:
     name: str

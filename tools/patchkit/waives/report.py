@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..git import Repo
-from ..model import PatchSet
+from ..model import TEST_DB, WAIVES_FILE, PatchSet
 from .edit import compute, load_stages, read_waives
 from .match import Matcher
 from .narrow import Narrowing, gc_paused, test_id
@@ -31,9 +31,9 @@ def report(ps: PatchSet, repo: Repo, ref: str) -> WaiverReport:
     """For every test the set adds or declares: the lines that skip it now, and after the set's edit."""
     intent = ps.waivers
     tests = sorted(set(ps.tests.all) | (set(intent.must_run) if intent else set()))
-    waives_file = intent.waives_file if intent else "tests/integration/test_lists/waives.txt"
+    waives_file = intent.waives_file if intent else WAIVES_FILE
     text = read_waives(repo, ref, waives_file) or ""
-    stages = load_stages(repo, ref, intent.test_db if intent else "tests/integration/test_lists/test-db")
+    stages = load_stages(repo, ref, intent.test_db if intent else TEST_DB)
     narrowing = compute(repo, ref, intent) if intent else None
     after_text = narrowing.after if narrowing and narrowing.changed else text
     return WaiverReport(ps.target, ref, waives_file, _per_test(tests, text, stages, waives_file),

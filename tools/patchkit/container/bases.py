@@ -1,4 +1,8 @@
-"""Small base images for tests and benchmarks: busybox-static and a fake dist-packages tree.
+"""Small base images, made here: busybox-static and a package tree (make bench and the tests).
+
+A feature of the package, not a test helper: `make bench` times the patched image's build
+from a small and from a 1 GiB base that it makes with this, and the container tests build
+on the same images.
 
 Made with buildah alone (no daemon): a scratch container, the files copied into its mount,
 committed under a name. `ballast_mb` adds a file of that many MiB, for a large base.
