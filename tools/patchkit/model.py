@@ -37,6 +37,7 @@ class Hunk:
     old_start: int
     old_len: int
     preimage: tuple[str, ...]  # context and removed lines, as the file had them
+    postimage: tuple[str, ...]  # context and added lines (make bench drifts a context line)
 
 
 @dataclass(frozen=True)

@@ -205,6 +205,7 @@ def _parse_diff(name: str, diff: str) -> tuple[FileChange, ...]:
                 old_start=h.source_start,
                 old_len=h.source_length,
                 preimage=tuple(line.value for line in h if not line.is_added),
+                postimage=tuple(line.value for line in h if not line.is_removed),
             )
             for h in pf
         )
