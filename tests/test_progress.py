@@ -72,3 +72,13 @@ def test_a_pipe_gets_no_progress_without_quiet(upstream, tmp_path):
     code, out, err = run_cli(apply_args(upstream, tmp_path), stderr_tty=False)
     assert code == 0, err
     assert err == ""
+
+
+def test_a_failing_clone_on_a_terminal_says_gits_complaint_not_its_progress(tmp_path):
+    (tmp_path / "w").mkdir()
+    code, out, err = run_cli(["apply", "--target", "main", "--src", tmp_path / "w" / "trtllm",
+                              "--url", (tmp_path / "no-such-repo").as_uri()], stderr_tty=True)
+    assert code == 4
+    last = [ln for ln in err.splitlines() if ln.startswith("patchkit: error:")]
+    assert len(last) == 1 and "does not appear to be a git repository" in last[0], err
+    assert not (tmp_path / "w" / "trtllm").exists()

@@ -782,9 +782,12 @@ def _call_showing_progress(runner: _Git, args: Sequence[str], check: bool) -> Re
         del kept[:-65536]
     status = child.proc.wait()
     timer.cancel()
-    # Progress lines end in CR; keep only git's messages for an error.
-    err = "\n".join(part for line in kept.decode("utf-8", "replace").splitlines()
-                    for part in [line.rsplit("\r", 1)[-1]] if part and "%" not in part)
+    # Progress lines end in CR; keep git's messages for an error, its complaints first, as
+    # git says them without --progress (no "Cloning into", no counters).
+    lines = [part for line in kept.decode("utf-8", "replace").splitlines()
+             for part in [line.rsplit("\r", 1)[-1].strip()] if part and "%" not in part]
+    said = [ln for ln in lines if ln.startswith(("fatal:", "error:", "warning:", "hint:"))]
+    err = "\n".join(said or [ln for ln in lines if not ln.startswith(("Cloning into", "remote: "))])
     result = Result(tuple(cmd), status, b"", err)
     if check and status != 0:
         raise GitError(cmd, status, "", err, None if runner._working_dir is None else str(runner._working_dir))
