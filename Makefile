@@ -12,6 +12,18 @@ PATCHKIT   ?= $(VENV)/bin/patchkit
 PYTEST     ?= $(VENV)/bin/python -m pytest
 # The CLI says its hints as make variables (THREEWAY=1) when make runs it, as flags otherwise.
 export PATCHKIT_VIA_MAKE = 1
+# Every default before the export line below: `export VAR` defines an undefined VAR as empty,
+# after which `VAR ?= default` no longer applies (BRANCH and TLS_VERIFY lost their defaults so).
+VARIANT    ?=
+MODE       ?=
+REPORT     ?=
+BRANCH     ?= overlay/$(TRTLLM)
+SIGNOFF    ?=
+FIX        ?=
+BUILDER    ?=
+BASE       ?=
+REGISTRY   ?=
+TLS_VERIFY ?= true
 
 # Variables reach the CLI through the environment ("$$VAR"), never pasted into the shell line:
 # BRANCH='x;touch /tmp/p' or SIGNOFF with quotes, backticks or $$(...) stays one argument.
@@ -28,24 +40,14 @@ test: $(SETUP) ; $(PYTEST) -q ## the test suite
 apply: $(SETUP) ; $(PATCHKIT) apply --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(if $(TRTLLM_URL),--url="$$TRTLLM_URL") $(if $(THREEWAY),--threeway) ## apply the series as commits on overlay/<target>, all or nothing (TRTLLM, TRTLLM_SRC, TRTLLM_URL, THREEWAY)
 unapply: $(SETUP) ; $(PATCHKIT) unapply --target="$$TRTLLM" --src="$$TRTLLM_SRC" ## return the checkout to where it was before apply (TRTLLM, TRTLLM_SRC)
 check: $(SETUP) ; $(PATCHKIT) check --src="$$TRTLLM_SRC" ## how every target applies to a checkout, changing nothing (TRTLLM_SRC)
-VARIANT    ?=
 miniature: $(SETUP) ; $(PATCHKIT) miniature --dest="$$DEST" $(if $(VARIANT),--variant="$$VARIANT") ## build the miniature upstream (DEST, VARIANT)
 targets: $(SETUP) ; $(PATCHKIT) targets ## list the patch sets
 bench: $(SETUP) ; $(PATCHKIT) bench --workdir="$$BUILD/bench" ## measure cold apply, a full delta, the image build and the waiver step (BUILD)
-MODE       ?=
-REPORT     ?=
 delta: $(SETUP) ; $(PATCHKIT) delta --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(if $(TRTLLM_URL),--url="$$TRTLLM_URL") $(if $(MODE),--mode="$$MODE") $(if $(REPORT),--report="$$REPORT") $(if $(BASE),--base="$$BASE") $(if $(BUILDER),--builder="$$BUILDER") ## unpatched versus patched test delta, measured and graded (TRTLLM, TRTLLM_SRC, MODE, REPORT, BASE, BUILDER)
 waivers: $(SETUP) ; $(PATCHKIT) waivers --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(if $(TRTLLM_URL),--url="$$TRTLLM_URL") ## which waives.txt lines skip the set's tests, now and after its edit (TRTLLM, TRTLLM_SRC)
-BRANCH     ?= overlay/$(TRTLLM)
-SIGNOFF    ?=
-FIX        ?=
 pr: $(SETUP) ; $(PATCHKIT) pr --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(if $(REPORT),--report="$$REPORT") $(if $(SIGNOFF),--signoff="$$SIGNOFF") ## the signed-off PR branch, title and body from the delta report (TRTLLM, TRTLLM_SRC, REPORT, SIGNOFF)
 dco: $(SETUP) ; $(PATCHKIT) dco --src="$$TRTLLM_SRC" --branch="$$BRANCH" $(if $(FIX),--fix) $(if $(SIGNOFF),--signoff="$$SIGNOFF") ## check DCO sign-offs on a branch; FIX=1 adds them (BRANCH, TRTLLM_SRC, FIX, SIGNOFF)
 export: $(SETUP) ; $(PATCHKIT) export --target="$$TRTLLM" --src="$$TRTLLM_SRC" --branch="$$BRANCH" ## write a branch back into patches/<target> (TRTLLM, BRANCH, TRTLLM_SRC)
 check-export: $(SETUP) ; $(PATCHKIT) check-export --target="$$TRTLLM" --src="$$TRTLLM_SRC" --branch="$$BRANCH" ## fail when patches/<target> is out of date with the branch (TRTLLM, BRANCH, TRTLLM_SRC)
-BUILDER    ?=
-BASE       ?=
-REGISTRY   ?=
-TLS_VERIFY ?= true
 container: $(SETUP) ; $(PATCHKIT) container --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(if $(TRTLLM_URL),--url="$$TRTLLM_URL") $(if $(BASE),--base="$$BASE") $(if $(BUILDER),--builder="$$BUILDER") ## the patched image of the set's container base (TRTLLM, TRTLLM_SRC, BASE, BUILDER)
 container-push: $(SETUP) ; $(PATCHKIT) container-push --target="$$TRTLLM" --registry="$$REGISTRY" --tls-verify="$$TLS_VERIFY" $(if $(BASE),--base="$$BASE") $(if $(BUILDER),--builder="$$BUILDER") ## push that image to REGISTRY (TRTLLM, REGISTRY, BASE, BUILDER, TLS_VERIFY)

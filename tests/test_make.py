@@ -38,3 +38,21 @@ def test_make_apply_with_bad_target_fails_with_one_line(tmp_path):
     res = make(f"TRTLLM_SRC={tmp_path}/x", "TRTLLM=../etc", "apply")
     assert res.returncode != 0
     assert "patchkit: error: invalid target name '../etc'" in res.stderr
+
+
+def test_make_passes_the_defaults_it_declares(tmp_path):
+    """`export VAR` before `VAR ?= default` defined VAR as empty, so the default never applied:
+    `make container-push REGISTRY=...` died on --tls-verify='' and export got --branch=''."""
+    argv_file, recorder = tmp_path / "argv", tmp_path / "record-argv"
+    recorder.write_text(f"#!/bin/sh\nfor a; do printf '%s\\n' \"$a\"; done > {argv_file}\n")
+    recorder.chmod(0o755)
+
+    def argv(*args):
+        res = sh("make", "-s", "-C", ROOT, "SETUP=", f"PATCHKIT={recorder}", *args, check=False)
+        assert res.returncode == 0, res.stderr
+        return argv_file.read_text().splitlines()
+
+    assert "--tls-verify=true" in argv("TRTLLM=rc25", "REGISTRY=localhost:5000/x", "container-push")
+    assert "--branch=overlay/rc25" in argv("TRTLLM=rc25", "export")
+    assert "--branch=overlay/main" in argv("check-export")
+    assert "--tls-verify=false" in argv("REGISTRY=r/x", "TLS_VERIFY=false", "container-push")
