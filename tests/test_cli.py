@@ -30,6 +30,23 @@ def test_unreachable_url(capsys, tmp_path):
     assert not (tmp_path / "new").exists()
 
 
+
+def test_clone_into_folders_that_do_not_exist_yet(capsys, tmp_path, upstream):
+    """A fresh clone of this project has no build/: `make apply TRTLLM=main` (TRTLLM_SRC=
+    build/trtllm-main) was refused with 'build does not exist'. Missing folders are made."""
+    src = tmp_path / "build" / "deeper" / "trtllm-main"
+    code, out, err = run(capsys, "apply", "--target", "main", "--src", str(src), "--url", upstream.as_uri())
+    assert code == 0, err
+    assert "(partial clone)" in out and (src / ".git").exists()
+
+
+def test_failed_clone_leaves_no_folders_it_made(capsys, tmp_path):
+    code, _, err = run(capsys, "apply", "--target", "main", "--src", str(tmp_path / "a" / "b" / "new"),
+                       "--url", "file:///nonexistent/repo")
+    assert code == 4 and err.count("\n") == 1 and "cannot clone main" in err
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_broken_metadata(capsys, tmp_path, checkout):
     root = copy_root(tmp_path)
     (root / "patches" / "main" / "patchset.yaml").write_text("series: [\n")
@@ -79,3 +96,10 @@ def test_internal_error_points_to_a_log(capsys, monkeypatch, checkout):
     assert code == 70 and "internal error; the traceback is in" in err
     log = err.strip().rsplit(" ", 1)[-1]
     assert "RuntimeError: unexpected" in open(log).read()
+
+
+def test_src_under_a_file_is_bad_input(capsys, tmp_path):
+    (tmp_path / "file").write_text("x")
+    code, _, err = run(capsys, "apply", "--target", "main", "--src", str(tmp_path / "file" / "src"),
+                       "--url", "file:///nonexistent/repo")
+    assert code == 2 and err.count("\n") == 1 and f"{tmp_path / 'file'} is not a folder" in err

@@ -30,11 +30,51 @@ def obtain(ps: PatchSet, src: Path, url: str | None, hold: contextlib.ExitStack 
             hold.enter_context(lock.hold(repo.git_path(lock.NAME), command, str(src)))
         _fetch_missing_ref(repo, ps)
         return repo, False
-    if not src.parent.is_dir():
-        raise BadInput(f"{src.parent} does not exist", hint=Hint.choose("src", also=f"or create {src.parent}"))
+    made = _make_parents(src)
+    try:
+        return _clone(ps, src, url, hold, command)
+    except BaseException:
+        _remove_made(made, src)
+        raise
+
+
+def _make_parents(src: Path) -> list[Path]:
+    """The missing folders above src, made (a fresh clone of this project has no build/ for
+    the default build/trtllm-<target>); those this run made, deepest first."""
+    made, missing = [], [p for p in src.parents if not p.exists()]
+    nearest = src.parents[len(missing)] if len(missing) < len(src.parents) else None
+    if nearest is not None and not nearest.is_dir():
+        raise BadInput(f"{nearest} is not a folder", hint=Hint.choose("src"))
+    for p in reversed(missing):
+        try:
+            p.mkdir()
+            made.insert(0, p)
+        except FileExistsError:
+            pass
+        except OSError as e:
+            raise BadInput(f"cannot create {p}: {e.strerror}", hint=Hint.choose("src")) from None
+    return made
+
+
+def _remove_made(made: list[Path], src: Path) -> None:
+    """A failed clone changes nothing: the folders made for it go, with the clone's lock file."""
+    if made and made[0] == src.parent:
+        with contextlib.suppress(OSError):
+            (src.parent / _clone_lock_name(src)).unlink()
+    for d in made:
+        with contextlib.suppress(OSError):
+            d.rmdir()
+
+
+def _clone_lock_name(src: Path) -> str:
+    return f".{src.name}.patchkit-clone.lock"
+
+
+def _clone(ps: PatchSet, src: Path, url: str | None, hold: contextlib.ExitStack | None,
+           command: str) -> tuple[Repo, bool]:
     with contextlib.ExitStack() as cloning:
         # Two clones to one place: the second waits, then finds the first one's checkout.
-        cloning.enter_context(lock.hold(src.parent / f".{src.name}.patchkit-clone.lock", command, str(src)))
+        cloning.enter_context(lock.hold(src.parent / _clone_lock_name(src), command, str(src)))
         if src.exists():
             return obtain(ps, src, url, hold, command)
         for stale in src.parent.glob(f".{src.name}.patchkit-partial-*"):
