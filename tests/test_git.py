@@ -86,3 +86,16 @@ def test_git_missing_is_a_missing_tool(upstream, monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(ToolMissing, match="git is not installed"):
         Repo(upstream).head()
+
+
+def test_an_unexpected_git_failure_is_one_line_with_gits_words_not_an_internal_error(checkout, capsys, monkeypatch):
+    """Exit 70 is for our bugs; a git that fails where nothing expected it is a tool that does not work here."""
+    from patchkit.cli import main
+
+    def refuse(self, ref, new, old, message="patchkit"):
+        raise GitError(["git", "update-ref", ref], 128, "", "fatal: cannot lock ref 'x': disk quota exceeded\n")
+    monkeypatch.setattr(Repo, "update_ref", refuse)
+    code = main(["--root", str(ROOT), "apply", "--target", "main", "--src", str(checkout)])
+    err = capsys.readouterr().err
+    assert code == 5 and err == ("patchkit: error: git update-ref failed (exit 128): "
+                                 "fatal: cannot lock ref 'x': disk quota exceeded\n")

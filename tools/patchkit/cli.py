@@ -25,7 +25,7 @@ from .git import Repo
 from .pr import branch as pr_branch, dco, export as export_mod
 from .upstream import base_of, obtain
 from .waives import report as waiver_report
-from .errors import ExitCode, UserError
+from .errors import CommandError, ExitCode, UserError
 
 log = logging.getLogger("patchkit")
 
@@ -297,6 +297,12 @@ def main(argv: list[str] | None = None) -> int:
         notes = "".join(f"; {n}" for n in getattr(exc, "__notes__", ()))  # e.g. a restore that failed too
         print(f"patchkit: error: {said.error(exc)}{notes}", file=sys.stderr)
         return exc.code
+    except CommandError as exc:
+        # A tool (git, a builder) failed where nothing expected it to: not a bug of ours (exit 70)
+        # but a tool that does not work here; one line with the command and the tool's own words.
+        print(f"patchkit: error: {' '.join(exc.cmd[:2])} failed (exit {exc.returncode}): {exc.first_line()}",
+              file=sys.stderr)
+        return ExitCode.TOOL_MISSING
     except KeyboardInterrupt:
         print("patchkit: interrupted", file=sys.stderr)
         return ExitCode.INTERRUPTED
