@@ -9,6 +9,10 @@ import pytest
 from helpers import ROOT, sh  # noqa: F401
 
 FIXED_DATE = "2026-11-29T12:00:00+00:00"
+# The variables the Makefile exports: under `make test` they reach the tests' environment,
+# and a test's own `make TRTLLM=rc25 export` would then get the outer BRANCH=overlay/main.
+MAKE_VARIABLES = {name for line in (ROOT / "Makefile").read_text().splitlines()
+                  if line.startswith("export ") and "=" not in line for name in line.split()[1:]}
 
 
 @pytest.fixture(autouse=True)
@@ -19,7 +23,7 @@ def hermetic(tmp_path_factory, monkeypatch):
                    "[commit]\n\tgpgsign = false\n[init]\n\tdefaultBranch = main\n"
                    "[protocol]\n\tallow = never\n[protocol \"file\"]\n\tallow = always\n")
     for k in list(os.environ):
-        if k.startswith("GIT_") or k in ("PATCHKIT_ROOT", "PATCHKIT_VIA_MAKE"):
+        if k.startswith("GIT_") or k in ("PATCHKIT_ROOT", "PATCHKIT_VIA_MAKE") or k in MAKE_VARIABLES:
             monkeypatch.delenv(k)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(cfg))
