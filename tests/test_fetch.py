@@ -199,3 +199,18 @@ def test_delta_on_a_cold_clone_reads_only_the_sets_blobs(generated, tmp_path):
     got = received(src)
     assert of_type(got, "blob") <= blobs_at(generated, tag, ps.sparse_paths)
     assert of_type(got, "commit") == {tag}
+
+
+def test_a_later_set_with_other_paths_widens_the_clone_it_reuses(upstream, tmp_path):
+    """The second set needs a file the first did not: it appears, fetched alone, no re-clone."""
+    root = copy_root(tmp_path)
+    f = root / "patches" / "rc25" / "patchset.yaml"
+    meta = yaml.safe_load(f.read_text())
+    meta["extra_paths"] = ["README.md"]
+    f.write_text(yaml.safe_dump(meta, sort_keys=False))
+    src = tmp_path / "trtllm"
+    apply_mod.apply(patchset.load(root, "main"), src=src, url=upstream.as_uri())
+    assert not (src / "README.md").exists()
+    res = apply_mod.apply(patchset.load(root, "rc25"), src=src)
+    assert not res.cloned and (src / "README.md").is_file()
+    assert git(src, "rev-parse", "--abbrev-ref", "HEAD") == "overlay/rc25"

@@ -430,6 +430,18 @@ class Repo:
         return _transfer(self._runner, [*args, "origin", f"+{name}:{local}"], f"fetching {ref}",
                          check=False).returncode == 0
 
+    def sparse_patterns(self) -> set[str]:
+        """The sparse checkout's patterns; empty when the checkout is not sparse."""
+        if self._run("config", "--bool", "core.sparseCheckout", check=False).text.strip() != "true":
+            return set()
+        return {ln.strip() for ln in self._run("sparse-checkout", "list").text.splitlines() if ln.strip()}
+
+    def sparse_checkout_add(self, paths: Iterable[str]) -> None:
+        """Widen a sparse checkout by these paths (non-cone patterns, anchored at the top)."""
+        if self._run("config", "--bool", "core.sparseCheckout", check=False).text.strip() != "true":
+            return
+        self._run("sparse-checkout", "add", "--stdin", input="".join(f"/{p}\n" for p in sorted(set(paths))))
+
     def object_stats(self) -> "ObjectStats":
         """What the object store holds: objects, their bytes as packed or loose, and the packs'
         bytes (in a clone, what was received: git stores fetched packs as they arrive)."""

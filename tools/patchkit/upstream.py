@@ -93,12 +93,19 @@ def _clone(ps: PatchSet, src: Path, url: str | None, hold: contextlib.ExitStack 
 
 def _fetch_missing_ref(repo: Repo, ps: PatchSet) -> None:
     """A later command on a partial clone reuses it: only a ref it lacks is fetched (one
-    commit of it, with the clone's filter). A full checkout is the user's to fetch into."""
+    commit of it, with the clone's filter), and the sparse checkout widened by the set's
+    paths it lacks (only in a clean checkout: the files come from HEAD, as a clone would
+    have put them). A full checkout is the user's to fetch into."""
+    if not repo.is_partial():
+        return
     try:
         resolve_target_ref(repo, ps.upstream.ref)
     except NotFound:
-        if repo.is_partial():
-            repo.fetch_ref(ps.upstream.ref)
+        repo.fetch_ref(ps.upstream.ref)
+    patterns = repo.sparse_patterns()
+    wanted = [p for p in ps.sparse_paths if f"/{p}" not in patterns]
+    if patterns and wanted and not repo.is_dirty():
+        repo.sparse_checkout_add(wanted)
 
 
 def base_of(repo: Repo, ps: PatchSet) -> tuple[str, Sha]:
