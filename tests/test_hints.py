@@ -114,3 +114,22 @@ def test_a_wrong_setting_is_named_as_the_user_set_it(tmp_path, shell_env):
     res = run(["patchkit", "miniature", "--dest", dest], env)
     assert res.returncode == 2 and res.stderr.splitlines() == [
         f"patchkit: error: {dest} already exists and is not empty; choose another --dest"]
+
+
+@pytest.mark.parametrize("via", ["make", "cli"])
+def test_dco_hint_adds_fix_and_keeps_a_quoted_signoff(via, checkout, shell_env):
+    """A value with spaces and angle brackets (SIGNOFF) comes back quoted, so the hint still runs."""
+    _root, env = shell_env
+    sh("git", "-C", checkout, "checkout", "-q", "-b", "work")
+    sh("git", "-C", checkout, "commit", "-q", "--allow-empty", "-m", "unsigned")
+    first = (["make", "-s", "dco", f"TRTLLM_SRC={checkout}", "BRANCH=work", f"SIGNOFF={SIGNOFF}"] if via == "make"
+             else ["patchkit", "dco", "--src", checkout, "--branch", "work", "--signoff", SIGNOFF])
+    res = run(first, env)
+    assert res.returncode == (2 if via == "make" else 1) and "1 violation(s)" in res.stdout
+    hint = hint_in(res.stdout)
+    assert hint == (f"make dco TRTLLM_SRC={checkout} BRANCH=work FIX=1 SIGNOFF='{SIGNOFF}'" if via == "make"
+                    else f"patchkit dco --src {checkout} --branch work --fix --signoff '{SIGNOFF}'")
+    fixed = run(hint, env)
+    assert fixed.returncode == 0, fixed.stderr
+    assert "sign-offs added" in fixed.stdout
+    assert f"Signed-off-by: {SIGNOFF}" in sh("git", "-C", checkout, "log", "-1", "--format=%B", "work").stdout

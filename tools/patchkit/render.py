@@ -256,8 +256,10 @@ class Voice:
     def command_line(self, command: str, changes: Sequence[tuple[str, Any]]) -> str:
         """The command with the user's own values and the changes, in their vocabulary."""
         accepted = self.options.get(command, {})
-        values = {k: v for k, v in self.given.items() if k in accepted and v not in (None, False, [], "")}
-        values.update(dict(changes))
+        merged = {k: v for k, v in self.given.items() if k in accepted and v not in (None, False, [], "")}
+        merged.update(dict(changes))
+        # In the command's own order of settings, then anything it does not list.
+        values = {k: merged[k] for k in [*accepted, *merged] if k in merged}
         spelled = {k: self._spelling(k, command) for k in values}
         if self.via_make and all(make for _flag, make in spelled.values()):
             return " ".join(["make", command] + [f"{spelled[k][1]}={shlex.quote('1' if v is True else str(v))}"
