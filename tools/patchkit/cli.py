@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import logging
 import os
 import sys
@@ -295,7 +296,8 @@ def main(argv: list[str] | None = None) -> int:
         if exc.details:
             print(exc.details)
         notes = "".join(f"; {n}" for n in getattr(exc, "__notes__", ()))  # e.g. a restore that failed too
-        print(f"patchkit: error: {said.error(exc)}{notes}", file=sys.stderr)
+        line = " ".join(f"{said.error(exc)}{notes}".splitlines())  # one line, whatever a message held
+        print(f"patchkit: error: {line}", file=sys.stderr)
         return exc.code
     except CommandError as exc:
         # A tool (git, a builder) failed where nothing expected it to: not a bug of ours (exit 70)
@@ -306,6 +308,22 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("patchkit: interrupted", file=sys.stderr)
         return ExitCode.INTERRUPTED
+    except OSError as exc:
+        # The filesystem said no (a path too long or not a directory, no permission, no space):
+        # the user's paths or machine, not a bug; one line naming the path.
+        name = str(exc.filename or "")
+        name = name if len(name) <= 120 else name[:60] + "..." + name[-40:]
+        bad_path = exc.errno in (errno.ENAMETOOLONG, errno.ENOTDIR, errno.EINVAL, errno.ELOOP, errno.EISDIR)
+        print(f"patchkit: error: {exc.strerror or exc}: {name}", file=sys.stderr)
+        return ExitCode.USAGE if bad_path else ExitCode.CONFLICT
+    except CommandError as exc:
+        # A git (or other tool) command failed where nothing more specific applies: git's own
+        # words, exit 3; the transaction already put the checkout back as it was.
+        notes = "".join(f"; {n}" for n in getattr(exc, "__notes__", ()))
+        where = f" in {exc.cwd}" if exc.cwd else ""
+        print(f"patchkit: error: {' '.join(exc.cmd[:3])} failed{where} (exit {exc.returncode}): "
+              f"{exc.first_line()}{notes}", file=sys.stderr)
+        return ExitCode.CONFLICT
     except Exception:
         fd, path = tempfile.mkstemp(prefix="patchkit-crash-", suffix=".log")
         with os.fdopen(fd, "w") as fh:

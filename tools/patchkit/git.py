@@ -283,6 +283,12 @@ class Repo:
         """Point ref at new whatever it was (restoring a snapshot, keeping a backup)."""
         self._run("update-ref", "-m", message, "--", ref, new)
 
+    def update_refs(self, updates: Sequence[tuple[str, Sha, Sha | None]], message: str = "patchkit") -> None:
+        """Move several refs at once, all or none (one update-ref transaction); each (ref, new,
+        old) is a compare-and-swap unless old is None (then the ref may be anything, or absent)."""
+        lines = ["start"] + [f"update {ref} {new}" + (f" {old}" if old is not None else "") for ref, new, old in updates]
+        self._run("update-ref", "-m", message, "--stdin", input="\n".join(lines + ["prepare", "commit"]) + "\n")
+
     def delete_ref(self, ref: str, old: Sha) -> None:
         """Delete ref if it is still at old."""
         self._run("update-ref", "-d", "--", ref, old)
@@ -466,7 +472,9 @@ class Repo:
 
     def commit_info(self, rev: str) -> CommitInfo:
         """Parents, author, committer, tree and message of a commit, from the object database."""
-        c = self._repo.commit(rev)
+        with self._objects(f"cat-file commit {rev}"):
+            c = self._repo.commit(rev)
+            c.tree  # noqa: B018 - read now, inside the error boundary
         return CommitInfo(Sha(c.hexsha), Sha(c.tree.hexsha), tuple(Sha(p.hexsha) for p in c.parents),
                           Identity(c.author.name or "", c.author.email or ""),
                           f"{c.authored_date} {altz_to_utctz_str(c.author_tz_offset)}",
@@ -504,15 +512,36 @@ class Repo:
 
     def read_blob(self, sha: str) -> bytes:
         """A blob's bytes, by id (lazily fetched in a blobless clone)."""
-        return self._repo.odb.stream(hex_to_bin(sha)).read()
+        with self._objects(f"cat-file blob {sha}"):
+            return self._repo.odb.stream(hex_to_bin(sha)).read()
+
+    @contextlib.contextmanager
+    def _objects(self, what: str) -> Iterator[None]:
+        """GitPython's object database raises its own errors when its git process fails (a
+        ValueError for an empty answer, GitCommandError, a broken pipe): they become GitError,
+        so that a failing git is one line and never 'internal error'. The persistent process
+        is dropped, to be started afresh on the next read."""
+        try:
+            yield
+        except (ValueError, GitCommandError, OSError, AssertionError) as exc:
+            self.close()
+            msg = " ".join(str(getattr(exc, "stderr", "") or exc).split())
+            raise GitError(["git", *what.split()], getattr(exc, "status", -1) if isinstance(
+                getattr(exc, "status", None), int) else -1, "", msg, str(self.path)) from exc
 
     def show_file(self, rev: str, path: str) -> bytes | None:
         """The bytes of path at rev; None when rev has no such file."""
         try:
             # The same persistent cat-file --batch process the object database reads through.
             _sha, typ, _size, data = self._repo.git.get_object_data(f"{rev}:{path}")
-        except ValueError:  # cat-file answered "missing"
-            return None
+        except ValueError as exc:
+            if "could not be resolved" in str(exc):  # cat-file answered "missing"
+                return None
+            with self._objects(f"cat-file --batch {rev}:{path}"):
+                raise
+        except (GitCommandError, OSError, AssertionError):
+            with self._objects(f"cat-file --batch {rev}:{path}"):
+                raise
         return data if typ in (b"blob", "blob") else None  # GitPython gives the type as bytes
 
     def grep_files(self, rev: str, phrases: Iterable[str], path: str) -> list[str]:
@@ -527,7 +556,8 @@ class Repo:
 
     def write_blob(self, data: bytes) -> Sha:
         """Store data as a blob (a loose object, written by GitPython itself); its id."""
-        stream = self._repo.odb.store(IStream("blob", len(data), _BytesReader(data)))
+        with self._objects("hash-object -w --stdin"):
+            stream = self._repo.odb.store(IStream("blob", len(data), _BytesReader(data)))
         return Sha(stream.hexsha.decode() if isinstance(stream.hexsha, bytes) else stream.hexsha)
 
     def commit_tree(self, tree: str, parents: Sequence[str], message: str, *, author: Identity,

@@ -187,7 +187,7 @@ def _parse_diff(name: str, diff: str) -> tuple[FileChange, ...]:
     try:
         parsed = unidiff.PatchSet(diff)
     except unidiff.UnidiffParseError as exc:
-        raise BadInput(f"{name}: malformed diff: {str(exc)[:200]}") from None
+        raise BadInput(f"{name}: malformed diff: {' '.join(str(exc).split())[:200]}") from None
     except (ValueError, IndexError, TypeError, AttributeError, KeyError):
         raise BadInput(f"{name}: malformed diff") from None
     if not len(parsed):

@@ -47,7 +47,7 @@ def _refuse_foreign_commits(repo: Repo, target: str, branch: str) -> Sha | None:
         raise Conflict(f"{branch} is checked out in {repo.path}; switch to another branch first "
                        f"(git -C {repo.path} switch -), then run again")
     last = state.read(repo, f"pr-{target}", _PR_STATE)
-    if last is None or last["tip"] != old:
+    if last is None or old not in (last["tip"], last.get("previous")):
         ours = last["tip"] if last and repo.rev_parse(last["tip"]) else None
         foreign = repo.commits(f"{ours}..{old}") if ours else [old]
         sha = foreign[-1] if foreign else old
@@ -99,10 +99,12 @@ def pr(ps: PatchSet, *, repo: Repo, report: Path, out_dir: Path, signoff: str | 
     (out_dir / "title.txt").write_text(pr_title + "\n")
     (out_dir / "body.md").write_text(text)
     written = repo.format_series(f"{base}..{res.tip}", out_dir / "patches")
-    # The branch moves last, once everything it stands for is written.
+    # The branch moves last, once everything it stands for is written; the record of what
+    # make pr made comes first, naming the tip before and after, so a kill in between is no
+    # reason to refuse the next run.
+    state.write(repo, f"pr-{ps.target}", {"branch": branch, "tip": res.tip, "previous": old})
     if old != res.tip:
         repo.update_ref(f"refs/heads/{branch}", res.tip, old, f"patchkit pr {ps.target}")
-    state.write(repo, f"pr-{ps.target}", {"branch": branch, "tip": res.tip})
     return PrResult(ps.target, branch, base, res.tip, pr_title, text, messages, str(out_dir),
                     [p.name for p in written], body.template,
                     [vars(a) for a in body.answers], body.notes)

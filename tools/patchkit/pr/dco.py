@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from .. import identity
 from ..errors import BadInput, Conflict, Hint, NotFound
-from ..git import Identity, Repo
+from ..git import Identity, Repo, Sha
 
 _IDENT = re.compile(r"^\s*(?P<name>[^<]*?)\s*<(?P<email>[^>]+)>\s*$")
 
@@ -135,9 +135,12 @@ def fix(repo: Repo, branch: str, who: Identity, base: str | None = None) -> DcoR
         info = repo.commit_info(sha)
         parent = repo.commit_tree(info.tree, [parent], add_signoff(repo, info.message, who), author=info.author,
                                   committer=who, author_date=info.author_date)
+    # Checked before anything moves, and both refs move in one git transaction: a failure or
+    # a kill leaves the branch and its backup as they were, or both moved.
+    after = check(repo, parent, base)
     backup = f"refs/patchkit-backup/{branch}"
-    repo.set_ref(backup, old_tip, f"patchkit dco: backup before fix {int(time.time())}")
-    repo.update_ref(ref, parent, old_tip, "patchkit dco: add sign-offs")
-    after = check(repo, branch, base)
+    repo.update_refs([(backup, Sha(old_tip), None), (ref, Sha(parent), old_tip)],
+                     f"patchkit dco: add sign-offs (old tip kept at {backup}, {int(time.time())})")
+    after.branch, after.range = branch, after.range.replace(parent, branch)
     after.fixed, after.backup_ref = True, backup
     return after
