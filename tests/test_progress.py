@@ -47,14 +47,14 @@ def test_progress_on_a_terminal_says_each_step_and_shows_gits_own(upstream, tmp_
     assert code == 0, err
     assert "patchkit: cloning main from file://" in err
     assert "Receiving objects:" in err  # git's own progress, passed through as git draws it
-    assert "patchkit: patch 1/2: 0001-" in err and "patchkit: patch 2/2: 0002-" in err
+    assert "patchkit: applying patch 1/2: 0001-" in err and "patchkit: applying patch 2/2: 0002-" in err
     assert "patchkit:" not in out
 
 
 def test_json_output_never_contains_progress(upstream, tmp_path):
     code, out, err = run_cli(apply_args(upstream, tmp_path, "--json"), stderr_tty=True)
     assert code == 0, err
-    assert "patchkit: patch 1/2" in err  # progress still went to the terminal...
+    assert "patchkit: applying patch 1/2" in err  # progress still went to the terminal...
     assert json.loads(out)["target"] == "main"  # ...and stdout is JSON and nothing else
 
 

@@ -146,7 +146,8 @@ def _apply(ps: PatchSet, repo: Repo, cloned: bool, threeway: bool) -> ApplyResul
     refuse_symlinked_paths(repo, base, ps)
 
     res = series.apply_series(repo, base, ps.patches, threeway=threeway, committer=repo.identity(),
-                              extra=lambda tb: waiver_edit.apply_to(tb, ps), merge_bases=[ps.upstream.recorded_base])
+                              extra=lambda tb: waiver_edit.apply_to(tb, ps), merge_bases=[ps.upstream.recorded_base],
+                              announce="applying")
     fix = upstreamfix.probe(ps, repo, base, res.outcomes) if upstreamfix.needs_probe(res.outcomes) else None
     if fix is not None and fix.fixed:
         # Our fix must not be stacked on upstream's, not even by a clean 3-way merge.

@@ -62,7 +62,7 @@ def check(sets: list[PatchSet], *, src: Path) -> list[TargetCheck]:
             results.append(TargetCheck(ps.target, ps.upstream.ref, None, note=exc.message))
             continue
         # Probe plainly first, so each conflict is named; then see whether 3-way rescues it.
-        plain = series.apply_series(repo, base, ps.patches, stop_on_conflict=False)
+        plain = series.apply_series(repo, base, ps.patches, stop_on_conflict=False, announce=f"{ps.target}: checking")
         outcomes = plain.outcomes
         if not plain.ok:
             merged = series.apply_series(repo, base, ps.patches, threeway=True, stop_on_conflict=False,

@@ -166,7 +166,7 @@ def apply_series(repo: Repo, base: Sha, patches: Sequence[Patch], *, threeway: b
                  stop_on_conflict: bool = True,
                  extra: Callable[[TreeBuilder], Any] | None = None,
                  message_filter: Callable[[str], str] | None = None,
-                 merge_bases: Sequence[str] = ()) -> SeriesResult:
+                 merge_bases: Sequence[str] = (), announce: str = "") -> SeriesResult:
     """Apply patches on base as commits; report each as applied, already upstream, 3-way or conflict.
 
     Nothing outside the object store changes (a 3-way merge may fetch the objects it needs).
@@ -174,11 +174,14 @@ def apply_series(repo: Repo, base: Sha, patches: Sequence[Patch], *, threeway: b
     conflict ends the run. extra, if given, may add commits of its own after the series (the
     waiver edit); its return value is kept as result.extra. merge_bases: where the series
     was made (the set's recorded base), tried first as a drifted patch's merge base.
+    announce: say each patch as a progress step ('applying': apply's own series; the delta's
+    trees, the PR branch and the image say their steps as a whole).
     """
     result = SeriesResult(base=base, tip=base)
     with TreeBuilder(repo, base, committer, committer_date, message_filter) as tb:
         for i, patch in enumerate(patches, 1):
-            with progress.step(f"patch {i}/{len(patches)}: {patch.name}"):
+            with (progress.step(f"{announce} patch {i}/{len(patches)}: {patch.name}") if announce
+                  else contextlib.nullcontext()):
                 outcome = _apply_one(tb, patch, threeway, merge_bases)
             result.outcomes.append(outcome)
             if outcome.status == CONFLICT and stop_on_conflict:
