@@ -56,3 +56,14 @@ def test_each_make_variable_of_a_command_is_passed_by_its_make_target():
                 passed = (f"$(if $({a.make}),{a.flag})" if a.options.get("action") == "store_true"
                           else f'{a.flag}="$${a.make}')
                 assert passed in rule.group(0), (c.name, a.flag, a.make)
+
+
+def test_a_reader_that_stops_early_is_not_an_internal_error(tmp_path):
+    """`patchkit --json targets | head -1` closed the pipe under us: exit 70 and a crash log before."""
+    import subprocess
+    import sys
+    proc = subprocess.Popen([sys.executable, "-m", "patchkit", "--root", str(ROOT), "--json", "targets"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # before anything is written: the reader is gone
+    err = proc.stderr.read().decode()
+    assert proc.wait() == 0 and "internal error" not in err, err

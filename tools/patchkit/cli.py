@@ -285,12 +285,13 @@ def main(argv: list[str] | None = None) -> int:
     command = COMMANDS[args.command]
     try:
         res = command.run((args.root or find_root()).resolve(), args)
-        if args.json:
-            print(render.as_json(res))
-        else:
-            text = "\n".join(filter(None, [command.text(res), *(said.hint(h) for h in getattr(res, "hints", []))]))
+        text = render.as_json(res) if args.json else "\n".join(
+            filter(None, [command.text(res), *(said.hint(h) for h in getattr(res, "hints", []))]))
+        try:
             if text:
-                print(text)
+                print(text, flush=True)
+        except BrokenPipeError:  # `patchkit --json targets | head`: the reader had enough; not our bug
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return command.verdict(res)
     except UserError as exc:
         if exc.details:
