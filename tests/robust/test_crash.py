@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -246,3 +247,82 @@ def test_a_clone_that_never_answers_times_out(capsys, tmp_path, monkeypatch):
     assert time.monotonic() - started < 30
     assert code == 4 and err.count("\n") == 1, err
     assert not src.exists()
+
+
+def test_delta_refuses_an_absolute_symlink_on_a_touched_path(capsys, checkout, tmp_path):
+    """#11.11: delta ended in exit 70 when a touched path is an absolute symlink upstream."""
+    sh("git", "-C", checkout, "checkout", "-q", "v1.3.0rc25")
+    f = checkout / "tensorrt_llm/_torch/pyexecutor/_util.py"
+    f.unlink()
+    f.symlink_to("/etc/hostname")
+    sh("git", "-C", checkout, "add", "-A")
+    sh("git", "-C", checkout, "commit", "-q", "-m", "an absolute link")
+    sh("git", "-C", checkout, "tag", "-f", "v1.3.0rc25")
+    sh("git", "-C", checkout, "checkout", "-q", "main")
+    before = state_of(checkout)
+    code, _, err = run(capsys, "delta", "--target", "rc25", "--src", str(checkout), "--report", str(tmp_path / "r.json"))
+    assert (code, err.count("\n")) == (2, 1), err
+    assert "is a symlink" in err and state_of(checkout) == before
+
+
+def test_delta_with_a_test_patch_not_marked_tests_only_is_not_an_internal_error(capsys, checkout, tmp_path):
+    """#11.11: a test file added by a patch without tests_only ended in exit 70; now the delta
+    runs and reports what it measured (the unpatched tree has no such test: a mismatch)."""
+    from helpers import copy_root
+    root = copy_root(tmp_path)
+    meta = root / "patches" / "rc25" / "patchset.yaml"
+    meta.write_text(meta.read_text().replace("    tests_only: true\n", ""))
+    code = main(["--root", str(root), "delta", "--target", "rc25", "--src", str(checkout),
+                 "--report", str(tmp_path / "r.json")])
+    out, err = capsys.readouterr()
+    assert code == 1, err
+    assert "internal error" not in err and "does not match" in out
+
+
+def _trace(inj, argv) -> list[str]:
+    """The git commands a run of argv makes, in order (as the fault injector counts them)."""
+    log = inj.counter.parent / "trace"
+    os.environ["GIT_TRACE"] = str(log)
+    try:
+        res = inj.run(argv)
+    finally:
+        del os.environ["GIT_TRACE"]
+    assert res.code == 0, res.stderr
+    cmds = [line.split("trace: built-in: git ", 1)[1] for line in log.read_text().splitlines()
+            if "trace: built-in: git " in line]
+    log.unlink()
+    return cmds
+
+
+@pytest.mark.parametrize("command, failing", [("apply", "cat-file"), ("apply", "symbolic-ref"),
+                                              ("unapply", "symbolic-ref"), ("unapply", "rev-parse --verify"),
+                                              ("unapply", "update-ref")])
+def test_a_failing_git_call_is_never_ignored(checkout, tmp_path, command, failing):
+    """#11.5: git exit codes were ignored: a failed symbolic-ref left HEAD detached after unapply,
+    a failed read of waives.txt dropped the waiver commit (apply exit 0), a failed rev-parse in
+    unapply printed 'branch removed' and left the branch. Every call of that kind fails in turn:
+    the run either ends as a clean run does, or refuses with one line and changes nothing."""
+    inj = Injector(tmp_path)
+    argv = [command, "--target", "rc25", "--src", str(checkout)]
+    template = tmp_path / "template"
+    shutil.copytree(checkout, template, symlinks=True)
+    if command == "unapply":
+        assert inj.run(["apply", "--target", "rc25", "--src", str(template)]).code == 0
+    clean = tmp_path / "clean"
+    shutil.copytree(template, clean, symlinks=True)
+    cmds = _trace(inj, [command, "--target", "rc25", "--src", str(clean)])
+    reference = state_of(clean)
+    points = [i + 1 for i, c in enumerate(cmds) if c.startswith(failing)]
+    assert points, cmds
+    for n in points:
+        shutil.rmtree(checkout)
+        shutil.copytree(template, checkout, symlinks=True)
+        before = state_of(checkout)
+        res = inj.run(argv, n, "fail")
+        after = state_of(checkout)
+        after["worktrees"] = after["worktrees"].replace(str(checkout), str(clean))
+        if res.code == 0:
+            assert same(after, reference), (n, cmds[n - 1])
+        else:
+            assert res.code not in (70,) and res.stderr.count("\n") == 1, (n, res.stderr)
+            assert same(state_of(checkout), before), (n, cmds[n - 1], res.stderr)

@@ -12,7 +12,7 @@ from .. import progress, series
 from ..errors import BadInput, Hint
 from ..git import Repo
 from ..model import PatchSet
-from ..upstream import base_of
+from ..upstream import base_of, refuse_symlinked_paths
 from . import compare, images as container_images, trees, upstreamfix
 from .run import ContainerRunner, Job, Runner, SourceRunner, TreeRun
 
@@ -90,6 +90,7 @@ def delta(ps: PatchSet, *, repo: Repo, mode: str, report: Path, runner: Runner |
     if not tests:
         raise BadInput(f"the {ps.target} patch set declares no tests (tests.regression in patchset.yaml)")
     ref, base = base_of(repo, ps)
+    refuse_symlinked_paths(repo, base, ps)  # the trees are written from git archive: no link may lead out
     used: dict[str, dict] = {}
     builder = ""
     if mode == "container" and images is None:  # the images make container built from BASE with BUILDER

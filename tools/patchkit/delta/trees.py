@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import series
+from ..errors import BadInput
 from ..git import Repo, Sha
 from ..model import PatchSet
 
@@ -41,4 +42,7 @@ def archive(repo: Repo, commit: str, dest: Path, paths: list[str] | None) -> Non
         tar = Path(tmp) / "tree.tar"
         repo.archive(commit, tar, paths or [])
         with tarfile.open(tar) as tf:
-            tf.extractall(dest, filter="data")
+            try:
+                tf.extractall(dest, filter="data")
+            except tarfile.FilterError as exc:  # e.g. a link to an absolute path in upstream's tree
+                raise BadInput(f"{commit[:12]}: {exc}; refusing to lay it out for the delta's tests") from None
