@@ -103,3 +103,13 @@ def test_src_under_a_file_is_bad_input(capsys, tmp_path):
     code, _, err = run(capsys, "apply", "--target", "main", "--src", str(tmp_path / "file" / "src"),
                        "--url", "file:///nonexistent/repo")
     assert code == 2 and err.count("\n") == 1 and f"{tmp_path / 'file'} is not a folder" in err
+
+
+def test_delta_refuses_a_report_it_cannot_write_before_measuring(capsys, tmp_path, checkout):
+    """REPORT=<a folder> or under a file ran both trees, then ended in exit 70."""
+    (tmp_path / "afile").write_text("x")
+    before = state_of(checkout)
+    for report, says in ((tmp_path, "is a folder"), (tmp_path / "afile" / "r.json", "a file is in the way")):
+        code, out, err = run(capsys, "delta", "--target", "main", "--src", str(checkout), "--report", str(report))
+        assert (code, out) == (2, "") and err.count("\n") == 1 and says in err and "choose another --report" in err
+    assert state_of(checkout) == before and (tmp_path / "afile").read_text() == "x"

@@ -100,7 +100,7 @@ def delta(ps: PatchSet, *, repo: Repo, mode: str, report: Path, runner: Runner |
         used = {"unpatched": asdict(found.unpatched), "patched": asdict(found.patched)}
     if runner is None:
         runner = SourceRunner()
-    report.parent.mkdir(parents=True, exist_ok=True)
+    _writable(report)
     with progress.step(f"probing the {ps.target} series on {ref}"):
         pre = series.apply_series(repo, base, ps.patches, committer_date=series.THROWAWAY_DATE, stop_on_conflict=False)
     if not pre.ok:
@@ -148,6 +148,20 @@ def delta(ps: PatchSet, *, repo: Repo, mode: str, report: Path, runner: Runner |
                                            if images else {}))
     report.write_text(json.dumps(asdict(result), indent=2, sort_keys=True) + "\n")
     return result
+
+
+def _writable(report: Path) -> None:
+    """Refuse a report path that cannot be written before measuring, not after (exit 70 was
+    the answer to REPORT=/proc/x.json or REPORT=<a folder>, once both trees had run)."""
+    if report.is_dir():
+        raise BadInput(f"the report {report} is a folder", hint=Hint.choose("report"))
+    try:
+        report.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=report.parent, prefix=f".{report.name}.", delete=True):
+            pass
+    except OSError as e:
+        why = "a file is in the way" if isinstance(e, (FileExistsError, NotADirectoryError)) else e.strerror
+        raise BadInput(f"cannot write the report {report}: {why}", hint=Hint.choose("report")) from None
 
 
 def _fixed_upstream(ps: PatchSet, mode: str, ref: str, base: str, report: Path,
