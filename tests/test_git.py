@@ -1,6 +1,8 @@
 """The git facade: bytes in and out, the environment policy, errors that carry git's words."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from patchkit import apply as apply_mod, patchset, series
@@ -99,3 +101,33 @@ def test_an_unexpected_git_failure_is_one_line_with_gits_words_not_an_internal_e
     err = capsys.readouterr().err
     assert code == 5 and err == ("patchkit: error: git update-ref failed (exit 128): "
                                  "fatal: cannot lock ref 'x': disk quota exceeded\n")
+
+
+def test_ctrl_c_during_a_clone_exits_at_once(tmp_path):
+    """GitPython's kill_after_timeout watchdog is a non-daemon Timer nobody cancels on Ctrl-C:
+    patchkit said 'interrupted' and then hung for PATCHKIT_NETWORK_TIMEOUT (30 min) before exiting."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    import os
+    src = tmp_path / "src"
+    cfg = tmp_path / "gitconfig"  # the tests' config, and the fd transport allowed
+    cfg.write_text(Path(os.environ["GIT_CONFIG_GLOBAL"]).read_text() + '[protocol "fd"]\n\tallow = always\n')
+    proc = subprocess.Popen([sys.executable, "-m", "patchkit", "--root", str(ROOT), "apply", "--target", "main",
+                             "--src", str(src), "--url", "fd::17"],  # a transport that never answers
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "GIT_CONFIG_GLOBAL": str(cfg)}, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        children = f"/proc/{proc.pid}/task/{proc.pid}/children"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and proc.poll() is None and not open(children).read().strip():
+            time.sleep(0.05)  # until git clone runs
+        assert proc.poll() is None, proc.communicate()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert (proc.returncode, out, err) == (130, "", "patchkit: interrupted\n")
+    assert not src.exists()

@@ -119,8 +119,6 @@ def _call(runner: _Git, args: Sequence[str], *, env: Mapping[str, str] | None = 
                     "strip_newline_in_stdout": False}
     if env:
         kwargs["env"] = dict(env)
-    if timeout is not None:
-        kwargs["kill_after_timeout"] = timeout
     with contextlib.ExitStack() as stack:
         if input is not None:
             # GitPython hands stdin to Popen as a file; a temporary file avoids pipe deadlocks.
@@ -130,7 +128,10 @@ def _call(runner: _Git, args: Sequence[str], *, env: Mapping[str, str] | None = 
             stream.seek(0)
             kwargs["istream"] = stream
         try:
-            status, out, err = runner.execute(cmd, **kwargs)
+            if timeout is None:
+                status, out, err = runner.execute(cmd, **kwargs)
+            else:
+                status, out, err = _execute_with_deadline(runner, cmd, kwargs, timeout)
         except GitCommandNotFound as exc:
             raise ToolMissing("git is not installed or not on PATH") from exc
         except GitCommandError as exc:  # with_exceptions=False: only a failure to start or a timeout
@@ -141,6 +142,27 @@ def _call(runner: _Git, args: Sequence[str], *, env: Mapping[str, str] | None = 
         raise GitError(cmd, status, result.stdout.decode("utf-8", "replace"), result.stderr,
                        None if runner._working_dir is None else str(runner._working_dir))
     return result
+
+
+def _execute_with_deadline(runner: _Git, cmd: list[str], kwargs: dict, timeout: float) -> tuple[int, bytes, str]:
+    """execute, with the process tree killed after timeout seconds.
+
+    Not GitPython's kill_after_timeout: its watchdog is a non-daemon Timer that nothing
+    cancels when the wait is interrupted, so after Ctrl-C during a clone the process said
+    'interrupted' and then hung for the whole timeout (30 minutes) before it could exit."""
+    child = runner.execute(cmd, as_process=True, istream=kwargs.get("istream"), env=kwargs.get("env"))
+    expired = threading.Event()
+    timer = threading.Timer(timeout, lambda: (expired.set(), _kill_tree(child.proc.pid)))
+    timer.daemon = True
+    timer.start()
+    try:
+        out, err = child.proc.communicate()
+    finally:
+        timer.cancel()
+    status = child.proc.returncode
+    if expired.is_set():
+        err = f"git did not complete in {timeout:g} s (PATCHKIT_NETWORK_TIMEOUT)".encode()
+    return status, out or b"", (err or b"").decode("utf-8", "replace").rstrip("\n")
 
 
 def run_git(*args: str, cwd: str | os.PathLike | None = None, input: str | bytes | None = None,
