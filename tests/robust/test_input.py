@@ -42,6 +42,8 @@ def test_json_targets_serialises_the_yaml_dates_of_the_shipped_sets(capsys):
     ("    tests_only: true\n", "    tests_only: \"yes\"\n", "series[1].tests_only: must be true or false"),
     ("branch: overlay/rc25\n", "branch: \"--orphan=pwn\"\n", "patchset.yaml: branch: '--orphan=pwn' is not a valid branch name"),
     ("branch: overlay/rc25\n", "branch: \"a..b\"\n", "is not a valid branch name"),
+    ("  ref: v1.3.0rc25\n", "  ref: \"--upload-pack=touch /tmp/p\"\n", "upstream.ref: '--upload-pack=touch /tmp/p' is not a valid ref"),
+    ("  ref: v1.3.0rc25\n", "  ref: \"v1 rc\"\n", "upstream.ref: 'v1 rc' is not a valid ref name"),
     ("branch: overlay/rc25\n", "branch: overlay/rc25\nbrnach: x\n", "brnach: unknown key"),
     ("  neighbours: []\n", "  neighbours: [../../etc/passwd]\n", "tests.neighbours[0]: '../../etc/passwd' must be a path inside"),
     ("      patched: {passed: 30}\n", "      patched: {passed: many}\n", "patched.passed: must be a whole number"),

@@ -71,6 +71,9 @@ def load(root: Path, target: str) -> PatchSet:
     meta = S.validate(_yaml(meta_file, where), PATCHSET_SCHEMA, where)
     branch = meta.get("branch") or f"overlay/{target}"
     check_branch_name(branch, f"{where}: branch")
+    ref = meta["upstream"]["ref"]
+    if ref.startswith("-") or not check_ref_format(ref if ref.startswith("refs/") else f"refs/tags/{ref}"):
+        raise BadInput(f"{where}: upstream.ref: {ref[:100]!r} is not a valid ref name")
 
     patches = []
     for i, entry in enumerate(meta["series"]):
