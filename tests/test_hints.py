@@ -133,3 +133,20 @@ def test_dco_hint_adds_fix_and_keeps_a_quoted_signoff(via, checkout, shell_env):
     assert fixed.returncode == 0, fixed.stderr
     assert "sign-offs added" in fixed.stdout
     assert f"Signed-off-by: {SIGNOFF}" in sh("git", "-C", checkout, "log", "-1", "--format=%B", "work").stdout
+
+
+@pytest.mark.parametrize("via", ["make", "cli"])
+def test_a_branch_apply_did_not_make_is_moved_aside_as_the_hint_says(via, checkout, shell_env):
+    """The hint was `run: patchkit unapply ...`, which refuses such a branch (exit 4)."""
+    _root, env = shell_env
+    sh("git", "-C", checkout, "branch", "overlay/main")
+    first = (["make", "-s", "apply", "TRTLLM=main", f"TRTLLM_SRC={checkout}"] if via == "make"
+             else ["patchkit", "apply", "--target", "main", "--src", checkout])
+    res = run(first, env)
+    assert res.returncode == (2 if via == "make" else 3) and "was not made by apply" in res.stderr
+    keep = re.search(r"keeping your branch under another name: (.+)\)$", res.stderr, re.M).group(1)
+    assert sh(*shlex.split(keep), check=False).returncode == 0
+    again = run(hint_in(res.stderr), env)
+    assert again.returncode == 0, again.stderr
+    assert sh("git", "-C", checkout, "rev-parse", "--abbrev-ref", "HEAD").stdout.strip() == "overlay/main"
+    assert sh("git", "-C", checkout, "rev-parse", "-q", "--verify", "overlay/main-mine", check=False).returncode == 0

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -139,10 +140,13 @@ def _apply(ps: PatchSet, repo: Repo, cloned: bool, threeway: bool) -> ApplyResul
                 _checkout(repo, ps.branch)
             result.already_applied = result.checked_out_again = True
             return result
-        why = ("was built from another version of the patch set or another base" if st
-               else "was not made by apply")
-        raise Conflict(f"branch {ps.branch} already exists and {why}",
-                       hint=Hint("unapply", also="or delete the branch; then apply again"))
+        if st:
+            raise Conflict(f"branch {ps.branch} already exists and was built from another version of the patch "
+                           f"set or another base", hint=Hint("unapply", also="or delete the branch; then apply again"))
+        # Not ours: unapply refuses it too, so the way out is to move the user's branch aside.
+        keep = f"git -C {shlex.quote(str(repo.path))} branch -m {ps.branch} {ps.branch}-mine"
+        raise Conflict(f"branch {ps.branch} already exists and was not made by apply",
+                       hint=Hint(None, also=f"after keeping your branch under another name: {keep}"))
     refuse_symlinked_paths(repo, base, ps)
 
     res = series.apply_series(repo, base, ps.patches, threeway=threeway, committer=repo.identity(),
