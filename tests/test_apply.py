@@ -224,7 +224,7 @@ def test_existing_foreign_branch_is_not_overwritten(checkout):
     before = state_of(checkout)
     with pytest.raises(Conflict, match="already exists") as exc:
         apply_mod.apply(load("main"), src=checkout)
-    assert exc.value.hint.command == "unapply"
+    assert exc.value.hint.command is None and "branch -m overlay/main overlay/main-mine" in exc.value.hint.also
     assert state_of(checkout) == before
 
 

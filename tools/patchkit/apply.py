@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shlex
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -144,7 +143,7 @@ def _apply(ps: PatchSet, repo: Repo, cloned: bool, threeway: bool) -> ApplyResul
             raise Conflict(f"branch {ps.branch} already exists and was built from another version of the patch "
                            f"set or another base", hint=Hint("unapply", also="or delete the branch; then apply again"))
         # Not ours: unapply refuses it too, so the way out is to move the user's branch aside.
-        keep = f"git -C {shlex.quote(str(repo.path))} branch -m {ps.branch} {ps.branch}-mine"
+        keep = repo.user_command("branch", "-m", ps.branch, f"{ps.branch}-mine")
         raise Conflict(f"branch {ps.branch} already exists and was not made by apply",
                        hint=Hint(None, also=f"after keeping your branch under another name: {keep}"))
     refuse_symlinked_paths(repo, base, ps)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import shlex
 import signal
 import threading
 import sys
@@ -222,6 +223,10 @@ class Repo:
         self.path = Path(path)
         self._runner = _Git(self.path)
         self._gitpython: _GitPythonRepo | None = None
+
+    def user_command(self, *args: str) -> str:
+        """A git command line for the user to run on this checkout, as a hint says it."""
+        return shlex.join(["git", "-C", str(self.path), *args])
 
     @staticmethod
     def open(path: str | os.PathLike) -> "Repo":
