@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from patchkit.cli import main
-from helpers import ROOT, copy_root, state_of
+from helpers import ROOT, copy_root, sh, state_of
 
 
 def run(capsys, *argv):
@@ -113,3 +113,14 @@ def test_delta_refuses_a_report_it_cannot_write_before_measuring(capsys, tmp_pat
         code, out, err = run(capsys, "delta", "--target", "main", "--src", str(checkout), "--report", str(report))
         assert (code, out) == (2, "") and err.count("\n") == 1 and says in err and "choose another --report" in err
     assert state_of(checkout) == before and (tmp_path / "afile").read_text() == "x"
+
+
+def test_apply_that_fails_after_cloning_leaves_no_folders_it_made(capsys, tmp_path, upstream):
+    """The clone goes on a failed apply, and so do the folders made for it (and the clone's lock file)."""
+    util = upstream / "tensorrt_llm/_torch/pyexecutor/_util.py"
+    util.write_text(util.read_text().replace("if head_dim is None:", "if not head_dim:"))
+    sh("git", "-C", upstream, "commit", "-qam", "Upstream rewords a context line")
+    code, _, err = run(capsys, "apply", "--target", "main", "--src", str(tmp_path / "a" / "b" / "src"),
+                       "--url", upstream.as_uri())
+    assert code == 3 and err.count("\n") == 1, err
+    assert not (tmp_path / "a").exists()

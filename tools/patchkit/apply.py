@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,7 +12,7 @@ from .errors import Conflict, Hint, NotFound
 from .git import GitError, Repo, Sha, short_ref
 from .model import PatchSet
 from .transaction import require_clean, transaction
-from .upstream import base_of, obtain, refuse_symlinked_paths
+from .upstream import base_of, discard_clone, obtain, refuse_symlinked_paths
 from .waives import edit as waiver_edit
 from .waives.narrow import Narrowing
 
@@ -55,7 +54,7 @@ def apply(ps: PatchSet, *, src: Path, url: str | None = None, threeway: bool = F
             return _apply(ps, repo, cloned, threeway)
         except BaseException:
             if cloned:
-                shutil.rmtree(src, ignore_errors=True)
+                discard_clone(src)
             raise
     raise AssertionError("unreachable")
 

@@ -32,10 +32,23 @@ def obtain(ps: PatchSet, src: Path, url: str | None, hold: contextlib.ExitStack 
         return repo, False
     made = _make_parents(src)
     try:
-        return _clone(ps, src, url, hold, command)
+        repo, cloned = _clone(ps, src, url, hold, command)
     except BaseException:
         _remove_made(made, src)
         raise
+    _MADE[src] = made
+    return repo, cloned
+
+
+# The folders obtain made for a clone, by checkout: a command that fails after cloning
+# discards the clone with them (discard_clone), so that nothing is left changed.
+_MADE: dict[Path, list[Path]] = {}
+
+
+def discard_clone(src: Path) -> None:
+    """Remove a checkout this run cloned, and the folders made for it."""
+    shutil.rmtree(src, ignore_errors=True)
+    _remove_made(_MADE.pop(src, []), src)
 
 
 def _make_parents(src: Path) -> list[Path]:
