@@ -124,3 +124,37 @@ def test_apply_that_fails_after_cloning_leaves_no_folders_it_made(capsys, tmp_pa
                        "--url", upstream.as_uri())
     assert code == 3 and err.count("\n") == 1, err
     assert not (tmp_path / "a").exists()
+
+
+def _exit_of(capsys, *argv):
+    """main() for a command line argparse refuses: its exit code and what it printed."""
+    import pytest
+    with pytest.raises(SystemExit) as exc:
+        main(["--root", str(ROOT), *argv])
+    out, err = capsys.readouterr()
+    return exc.value.code, out, err
+
+
+def test_an_empty_src_is_refused_not_taken_as_the_current_directory(capsys, monkeypatch, checkout):
+    """`make apply TRTLLM_SRC=` passed --src "" and patchkit applied to whatever repo it stood in."""
+    monkeypatch.chdir(checkout)
+    before = state_of(checkout)
+    code, _, err = _exit_of(capsys, "apply", "--target", "main", "--src", "")
+    assert code == 2 and err == "patchkit: error: argument --src: must not be empty (see: patchkit apply --help)\n"
+    assert state_of(checkout) == before
+
+
+def test_an_empty_branch_is_bad_input_not_a_missing_branch(capsys, checkout):
+    code, _, err = _exit_of(capsys, "dco", "--src", str(checkout), "--branch", "")
+    assert code == 2 and err.count("\n") == 1 and "argument --branch: must not be empty" in err
+
+
+def test_a_bad_choice_is_one_line(capsys):
+    code, out, err = _exit_of(capsys, "delta", "--target", "main", "--mode", "bogus")
+    assert code == 2 and out == "" and err.count("\n") == 1 and "invalid choice: 'bogus'" in err
+
+
+def test_json_is_taken_after_the_command_too(capsys):
+    import json
+    code, out, _ = run(capsys, "targets", "--json")
+    assert code == 0 and [s["target"] for s in json.loads(out)] == sorted(p.name for p in (ROOT / "patches").iterdir())

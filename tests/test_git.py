@@ -99,7 +99,7 @@ def test_an_unexpected_git_failure_is_one_line_with_gits_words_not_an_internal_e
     monkeypatch.setattr(Repo, "update_ref", refuse)
     code = main(["--root", str(ROOT), "apply", "--target", "main", "--src", str(checkout)])
     err = capsys.readouterr().err
-    assert code == 5 and err == ("patchkit: error: git update-ref failed (exit 128): "
+    assert code == 3 and err == ("patchkit: error: git update-ref failed (exit 128): "
                                  "fatal: cannot lock ref 'x': disk quota exceeded\n")
 
 

@@ -17,12 +17,12 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from . import __version__, lock, progress, apply as apply_mod, bench, check as check_mod, demo, miniature, patchset, render
 from .container import build as cbuild
 from .delta import command as delta_cmd
-from .git import Repo
+from .git import GitError, Repo
 from .pr import branch as pr_branch, dco, export as export_mod
 from .upstream import base_of, obtain
 from .waives import report as waiver_report
@@ -252,8 +252,25 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
 )}
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a bad command line is one line on stderr (exit 2), like every other error."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(ExitCode.USAGE, f"patchkit: error: {message} (see: {self.prog} --help)\n")
+
+
+def _given(kind: Callable[[str], Any]) -> Callable[[str], Any]:
+    """An argparse type that refuses an empty value: an empty TRTLLM_SRC must not mean '.'."""
+    def convert(text: str) -> Any:
+        if not text.strip():
+            raise argparse.ArgumentTypeError("must not be empty")
+        return kind(text)
+    convert.__name__ = getattr(kind, "__name__", "value")
+    return convert
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="patchkit", description="Carry TensorRT-LLM fixes as versioned patch sets.")
+    p = _Parser(prog="patchkit", description="Carry TensorRT-LLM fixes as versioned patch sets.")
     p.add_argument("--version", action="version", version=f"patchkit {__version__}")
     p.add_argument("--root", type=Path, help="project directory holding patches/ and waivers/")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -264,7 +281,12 @@ def _parser() -> argparse.ArgumentParser:
         sp = sub.add_parser(c.name, help=c.help, description=c.help, formatter_class=argparse.RawDescriptionHelpFormatter,
                             epilog="example:\n" + "\n".join(f"  {line}" for line in c.example.splitlines()))
         for a in c.args:
-            sp.add_argument(a.flag, help=a.help + (f" (make: {a.make})" if a.make else ""), **a.options)
+            options = dict(a.options)
+            if options.get("type", str) in (str, Path) and "choices" not in options and "action" not in options:
+                options["type"] = _given(options.get("type", str))
+            sp.add_argument(a.flag, help=a.help + (f" (make: {a.make})" if a.make else ""), **options)
+        # `patchkit apply ... --json` as well as `patchkit --json apply ...`
+        sp.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print the result as JSON")
     return p
 
 
@@ -301,11 +323,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"patchkit: error: {line}", file=sys.stderr)
         return exc.code
     except CommandError as exc:
-        # A tool (git, a builder) failed where nothing expected it to: not a bug of ours (exit 70)
-        # but a tool that does not work here; one line with the command and the tool's own words.
-        print(f"patchkit: error: {' '.join(exc.cmd[:2])} failed (exit {exc.returncode}): {exc.first_line()}",
-              file=sys.stderr)
-        return ExitCode.TOOL_MISSING
+        # A tool failed where nothing more specific applies: not a bug of ours (exit 70), one
+        # line with the command and the tool's own words. A git failure is exit 3 (the
+        # transaction has put the checkout back); a builder that fails so is exit 5, a tool
+        # that does not work here.
+        notes = "".join(f"; {n}" for n in getattr(exc, "__notes__", ()))
+        where = f" in {exc.cwd}" if exc.cwd else ""
+        print(f"patchkit: error: {' '.join(exc.cmd[:2])} failed{where} (exit {exc.returncode}): "
+              f"{exc.first_line()}{notes}", file=sys.stderr)
+        return ExitCode.CONFLICT if isinstance(exc, GitError) else ExitCode.TOOL_MISSING
     except KeyboardInterrupt:
         print("patchkit: interrupted", file=sys.stderr)
         return ExitCode.INTERRUPTED
@@ -317,14 +343,6 @@ def main(argv: list[str] | None = None) -> int:
         bad_path = exc.errno in (errno.ENAMETOOLONG, errno.ENOTDIR, errno.EINVAL, errno.ELOOP, errno.EISDIR)
         print(f"patchkit: error: {exc.strerror or exc}: {name}", file=sys.stderr)
         return ExitCode.USAGE if bad_path else ExitCode.CONFLICT
-    except CommandError as exc:
-        # A git (or other tool) command failed where nothing more specific applies: git's own
-        # words, exit 3; the transaction already put the checkout back as it was.
-        notes = "".join(f"; {n}" for n in getattr(exc, "__notes__", ()))
-        where = f" in {exc.cwd}" if exc.cwd else ""
-        print(f"patchkit: error: {' '.join(exc.cmd[:3])} failed{where} (exit {exc.returncode}): "
-              f"{exc.first_line()}{notes}", file=sys.stderr)
-        return ExitCode.CONFLICT
     except Exception:
         fd, path = tempfile.mkstemp(prefix="patchkit-crash-", suffix=".log")
         with os.fdopen(fd, "w") as fh:
