@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -241,11 +242,17 @@ def test_two_real_applies_at_once_end_applied_once(checkout):
 def test_a_clone_that_never_answers_times_out(capsys, tmp_path, monkeypatch):
     """#11.16: --url fd::17 hung, because clone had no timeout."""
     monkeypatch.setenv("PATCHKIT_NETWORK_TIMEOUT", "2")
+    # The tests' git config refuses the fd transport, which would fail at once and never reach
+    # the timeout: allow it, so that clone really waits on a descriptor that never answers.
+    cfg = tmp_path / "gitconfig"
+    cfg.write_text(Path(os.environ["GIT_CONFIG_GLOBAL"]).read_text() + '[protocol "fd"]\n\tallow = always\n')
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(cfg))
     src = tmp_path / "never"
     started = time.monotonic()
     code, _, err = run(capsys, "apply", "--target", "rc25", "--src", str(src), "--url", "fd::17")
-    assert time.monotonic() - started < 30
+    assert 2 <= time.monotonic() - started < 30
     assert code == 4 and err.count("\n") == 1, err
+    assert "did not complete in 2 s (PATCHKIT_NETWORK_TIMEOUT)" in err, err
     assert not src.exists()
 
 
