@@ -14,6 +14,7 @@ import io
 import json
 import random
 import shutil
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -139,7 +140,6 @@ def outside_writes(places: list[Path], snapshot: dict | None = None) -> dict:
 
 
 def crash_logs() -> set[str]:
-    import tempfile
     return {p.name for p in Path(tempfile.gettempdir()).glob("patchkit-crash-*.log")}
 
 
@@ -147,6 +147,12 @@ def crash_logs() -> set[str]:
 def arena(tmp_path, checkout, monkeypatch):
     """A project root copy, a checkout, and what lies outside them to watch."""
     monkeypatch.setenv("PATCHKIT_LOCK_WAIT", "0")
+    # Crash logs go to this test's own temp dir: counted in the shared /tmp, another test run
+    # on the machine (a test of the crash handler) was counted as a crash of ours.
+    private_tmp = tmp_path / "tmp"
+    private_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(private_tmp))
+    monkeypatch.setattr(tempfile, "tempdir", str(private_tmp))
     root = copy_root(tmp_path)
     watch = [tmp_path / "watched", Path.home()]
     (tmp_path / "watched").mkdir()
