@@ -2,7 +2,7 @@
 
 Silent when stderr is not a terminal (a pipe, a log, a test) and under --quiet; it never
 writes to stdout, so --json output stays JSON. git's own progress for clone and fetch is
-shown through the same switch (git.py asks enabled()).
+shown through the same switch (the git facade asks enabled()).
 
 Why not tqdm, rich or enlighten (all on PyPI): they draw bars and spinners over a known total,
 and manage the terminal for it. Our steps are few and of unknown length (a clone, a patch, a

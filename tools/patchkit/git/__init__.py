@@ -1,0 +1,28 @@
+"""The git facade: the one way this package talks to git, built on GitPython.
+
+`Repo` is its face (repo.py); its rooms, by concern:
+- runner.py: the command runner with our environment policy, GitError, the deadline;
+- refs.py: refs, the work tree, worktrees, history, finding a target's ref;
+- objects.py: the persistent `cat-file --batch` reader, blobs, trees, commits, the temporary
+  Index, and the text operations git owns (trailers, merge-file, format-patch, archive);
+- transfer.py: fetching on demand, partial and sparse checkouts, git's progress, the network
+  deadline; clone.py: the clones.
+
+Where GitPython has no API for an operation (apply --cached, format-patch, archive,
+interpret-trailers, merge-file, sparse-checkout, fast-import, worktree ...), the facade calls
+that git command through GitPython's runner, so environment and errors stay uniform. Never
+os.chdir, never a shell. No module outside this package imports GitPython or runs git
+(tests/test_house.py). Callers import from `patchkit.git` only.
+"""
+from __future__ import annotations
+
+from .runner import POLICY, ZERO, GitError, Identity, Result, Sha, check_ref_format, identity_env, run_git
+from .objects import CommitInfo, Index
+from .refs import ref_candidates, resolve_target_ref, short_ref
+from .transfer import LOCAL_UPLOAD_PACK, ObjectStats, network_timeout
+from .repo import Repo, init
+from .clone import clone, partial_clone
+
+__all__ = ["LOCAL_UPLOAD_PACK", "POLICY", "ZERO", "CommitInfo", "GitError", "Identity", "Index", "ObjectStats",
+           "Repo", "Result", "Sha", "check_ref_format", "clone", "identity_env", "init", "network_timeout",
+           "partial_clone", "ref_candidates", "resolve_target_ref", "run_git", "short_ref"]

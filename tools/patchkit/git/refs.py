@@ -1,0 +1,155 @@
+"""Refs, the work tree, worktrees and history: a room of Repo (repo.py), and how a target's
+ref is found in a checkout."""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from ..errors import NotFound
+from .runner import ZERO, GitError, Identity, Sha, identity_env
+
+
+class RefsMixin:
+    """Repo's refs, work tree, worktrees and history (uses Repo's _run and _out)."""
+
+    # -- refs --------------------------------------------------------------------------------
+    def rev_parse(self, rev: str) -> Sha | None:
+        """The commit rev names, or None when it names none."""
+        res = self._run("rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}", check=False)
+        if res.returncode == 0:
+            return Sha(res.text.strip())
+        if res.returncode == 1 and not res.stderr.strip():
+            return None  # --quiet: exit 1 and silence mean "no such commit"
+        raise GitError(list(res.cmd), res.returncode, res.text, res.stderr, str(self.path))
+
+    def symbolic_head(self) -> str | None:
+        res = self._run("symbolic-ref", "-q", "HEAD", check=False)
+        if res.returncode == 0:
+            return res.text.strip()
+        if res.returncode == 1:
+            return None  # detached
+        raise GitError(list(res.cmd), res.returncode, res.text, res.stderr, str(self.path))
+
+    def head(self) -> Sha | None:
+        return self.rev_parse("HEAD")
+
+    def refs(self) -> dict[str, Sha]:
+        text = self._out("for-each-ref", "--format=%(refname) %(objectname)")
+        return {name: Sha(sha) for name, sha in (line.split(" ") for line in text.splitlines() if line)}
+
+    def update_ref(self, ref: str, new: Sha, old: Sha | None, message: str = "patchkit") -> None:
+        """Compare-and-swap: move ref to new only if it is still at old (None: must not exist yet)."""
+        self._run("update-ref", "-m", message, "--", ref, new, old if old is not None else ZERO)
+
+    def set_ref(self, ref: str, new: Sha, message: str = "patchkit") -> None:
+        """Point ref at new whatever it was (restoring a snapshot, keeping a backup)."""
+        self._run("update-ref", "-m", message, "--", ref, new)
+
+    def update_refs(self, updates: Sequence[tuple[str, Sha, Sha | None]], message: str = "patchkit") -> None:
+        """Move several refs at once, all or none (one update-ref transaction); each (ref, new,
+        old) is a compare-and-swap unless old is None (then the ref may be anything, or absent)."""
+        lines = ["start"] + [f"update {ref} {new}" + (f" {old}" if old is not None else "") for ref, new, old in updates]
+        self._run("update-ref", "-m", message, "--stdin", input="\n".join(lines + ["prepare", "commit"]) + "\n")
+
+    def delete_ref(self, ref: str, old: Sha) -> None:
+        """Delete ref if it is still at old."""
+        self._run("update-ref", "-d", "--", ref, old)
+
+    def set_symbolic_head(self, ref: str) -> None:
+        """HEAD names the branch ref (refs/heads/...), without touching files or index."""
+        self._run("symbolic-ref", "HEAD", ref)
+
+    def detach_head(self, sha: Sha) -> None:
+        """HEAD holds sha itself, without touching files or index."""
+        self._run("update-ref", "--no-deref", "HEAD", sha)
+
+    # -- the work tree -----------------------------------------------------------------------
+    def is_dirty(self) -> list[str]:
+        """Tracked changes (staged or not); untracked files are not dirt."""
+        text = self._run("status", "--porcelain", "--untracked-files=no").text
+        return [line[3:] for line in text.splitlines() if line.strip()]
+
+    def checkout(self, rev: str) -> None:
+        """Switch the work tree to rev (a branch name, or a commit: detached)."""
+        self._run("checkout", "-q", rev, "--")
+
+    def reset_hard(self) -> None:
+        """Index and tracked files back to HEAD; untracked files stay."""
+        self._run("reset", "-q", "--hard", "HEAD")
+
+    def add_all_and_commit(self, message: str, who: Identity, date: str) -> Sha:
+        """Stage everything in the work tree and commit it as who, at date (the miniature)."""
+        self._run("add", "-A")
+        self._run("commit", "-q", "--no-verify", "-m", message, env=identity_env(who, who, date, date))
+        return Sha(self._out("rev-parse", "HEAD"))
+
+    def tag(self, name: str, rev: str = "HEAD") -> None:
+        self._run("tag", "--", name, rev)
+
+    # -- worktrees -----------------------------------------------------------------------------
+    def worktrees(self) -> str:
+        """The registered worktrees, as `git worktree list --porcelain` says them."""
+        return self._run("worktree", "list", "--porcelain").text
+
+    def worktree_add(self, path: Path, rev: str) -> RefsMixin:
+        """A detached worktree of rev at path (a Repo)."""
+        self._run("worktree", "add", "-q", "--detach", str(path), rev)
+        return type(self)(path)  # type: ignore[call-arg]
+
+    def worktree_remove(self, path: Path) -> None:
+        self._run("worktree", "remove", "--force", str(path))
+
+    def worktree_prune(self) -> None:
+        self._run("worktree", "prune")
+
+    # -- history -------------------------------------------------------------------------------
+    def commits(self, *rev_args: str) -> list[Sha]:
+        """Commits of a range (e.g. 'base..branch', or 'tip --not --remotes'), oldest first."""
+        return [Sha(s) for s in self._out("rev-list", "--reverse", "--topo-order", *rev_args).splitlines() if s]
+
+    def log_paths(self, rev: str, paths: Iterable[str], limit: int) -> list[Sha]:
+        """The newest `limit` commits from rev that touch paths, newest first."""
+        out = self._out("log", f"-n{limit}", "--format=%H", rev, "--", *paths)
+        return [Sha(s) for s in out.splitlines() if s]
+
+    def changed_paths(self, rev: str, other: str | None = None) -> list[str]:
+        """Paths a commit changes (against its parent), or that differ between rev and other."""
+        args = ["diff-tree", "-r", "--name-only", "-z", "--no-commit-id", rev] + ([other] if other else [])
+        return sorted(p for p in self._run(*args).text.split("\0") if p)
+
+    def added_paths(self, rev: str, other: str) -> list[str]:
+        """Paths that other has and rev does not (what checking out other would create)."""
+        out = self._run("diff-tree", "-r", "--name-only", "-z", "--no-commit-id", "--diff-filter=A", rev, other).text
+        return sorted(p for p in out.split("\0") if p)
+
+    def is_tracked(self, path: str) -> bool:
+        """Whether the index has path."""
+        return bool(self._run("--literal-pathspecs", "ls-files", "-z", "--", path).text.strip("\0"))
+
+    def force_checkout(self, rev: str) -> None:
+        """Check out rev, overwriting tracked files (a generated repository, never a user's)."""
+        self._run("checkout", "-q", "-f", rev, "--")
+
+
+def ref_candidates(ref: str) -> list[str]:
+    """Where a target's ref may live in a checkout: tag, remote-tracking branch, local branch."""
+    if ref.startswith("refs/"):
+        return [ref]
+    return [f"refs/tags/{ref}", f"refs/remotes/origin/{ref}", f"refs/heads/{ref}"]
+
+
+def short_ref(ref: str) -> str:
+    """refs/heads/x, refs/tags/x, refs/remotes/origin/x -> x (the name a person types)."""
+    for prefix in ("refs/heads/", "refs/tags/", "refs/remotes/origin/", "refs/remotes/"):
+        if ref.startswith(prefix):
+            return ref[len(prefix):]
+    return ref
+
+
+def resolve_target_ref(repo: "RefsMixin", ref: str) -> tuple[str, Sha]:
+    for cand in ref_candidates(ref):
+        sha = repo.rev_parse(cand)
+        if sha:
+            return cand, sha
+    raise NotFound(f"{ref} is not in {repo.path}; run: git -C {repo.path} fetch origin {ref}")
+

@@ -1,0 +1,116 @@
+"""Repo, the face of the git facade: a repository at a path, its two ways in (GitPython's
+repository for objects, its command runner for commands) and its config. The rest of what a
+Repo does lives in its rooms: refs.py (refs, the work tree, worktrees, history), objects.py
+(the object reader, blobs, trees, the temporary Index, text operations git owns) and
+transfer.py (fetching on demand, partial and sparse checkouts, what the store holds).
+"""
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Mapping
+from pathlib import Path
+
+from git.exc import InvalidGitRepositoryError, NoSuchPathError
+
+from .. import identity
+from ..errors import NotFound
+from .objects import ObjectsMixin
+from .refs import RefsMixin
+from .runner import GitError, Identity, Result, _call, _Git, _GitPythonRepo, run_git
+from .transfer import TransferMixin
+
+
+class Repo(RefsMixin, ObjectsMixin, TransferMixin):
+    """A repository (its work tree when it has one) at a path."""
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+        self._runner = _Git(self.path)
+        self._gitpython: _GitPythonRepo | None = None
+
+    def user_command(self, *args: str) -> str:
+        """A git command line for the user to run on this checkout, as a hint says it."""
+        return shlex.join(["git", "-C", str(self.path), *args])
+
+    @staticmethod
+    def open(path: str | os.PathLike) -> "Repo":
+        """A Repo for an existing work tree; NotFound when path is not one."""
+        p = Path(path)
+        if not p.is_dir():
+            raise NotFound(f"{p} does not exist")
+        res = run_git("rev-parse", "--show-toplevel", cwd=p, check=False)
+        if res.returncode != 0:
+            raise NotFound(f"{p} is not a git checkout")
+        top = Path(res.text.strip())
+        if top.resolve() != p.resolve():
+            raise NotFound(f"{p} is inside the checkout {top}; give its top directory")
+        return Repo(p)
+
+    # -- the two ways in: GitPython's repository (objects) and its command runner ----------
+    @property
+    def _repo(self) -> _GitPythonRepo:
+        if self._gitpython is None:
+            try:
+                self._gitpython = _GitPythonRepo(self.path)
+            except (InvalidGitRepositoryError, NoSuchPathError) as exc:
+                raise NotFound(f"{self.path} is not a git repository") from exc
+        return self._gitpython
+
+    def close(self) -> None:
+        """Stop the persistent cat-file processes (they also stop when the Repo is collected)."""
+        if self._gitpython is not None:
+            self._gitpython.close()
+            self._gitpython = None
+
+    def _run(self, *args: str, env: Mapping[str, str] | None = None, input: str | bytes | None = None,
+             check: bool = True, timeout: float | None = None) -> Result:
+        return _call(self._runner, args, env=env, input=input, check=check, timeout=timeout)
+
+    def _out(self, *args: str, env: Mapping[str, str] | None = None, input: str | bytes | None = None) -> str:
+        return self._run(*args, env=env, input=input).text.strip()
+
+    # -- where things are ------------------------------------------------------------------
+    def git_path(self, name: str) -> Path:
+        """A path inside the repository's git directory (shared across worktrees)."""
+        common = Path(self._out("rev-parse", "--git-common-dir"))
+        if not common.is_absolute():
+            common = self.path / common
+        return common / name
+
+    def index_path(self) -> Path:
+        p = Path(self._out("rev-parse", "--git-path", "index"))
+        return p if p.is_absolute() else self.path / p
+
+    def config_get(self, key: str) -> str:
+        """A config value, '' when unset."""
+        res = self._run("config", "--get", key, check=False)
+        if res.returncode == 0:
+            return res.text.strip()
+        if res.returncode == 1:
+            return ""
+        raise GitError(list(res.cmd), res.returncode, res.text, res.stderr, str(self.path))
+
+    def config_set(self, key: str, value: str) -> None:
+        self._run("config", key, value)
+
+    def identity(self) -> Identity | None:
+        """The identity the user configured (GIT_COMMITTER_* or user.name/user.email), else None.
+
+        Never git's guess from the host name: a sign-off or a commit must not carry an
+        identity nobody chose.
+        """
+        name_env, email_env = os.environ.get("GIT_COMMITTER_NAME"), os.environ.get("GIT_COMMITTER_EMAIL")
+        name = name_env or self.config_get("user.name")
+        email = email_env or self.config_get("user.email")
+        if not (name and email):
+            return None
+        source = " and ".join(("GIT_COMMITTER_NAME" if name_env else "git config user.name",
+                               "GIT_COMMITTER_EMAIL" if email_env else "git config user.email"))
+        return Identity(*identity.check(name, email, source))  # one line, no control characters
+
+
+def init(path: Path, branch: str = "main", bare: bool = False) -> Repo:
+    """A new repository at path with branch as its unborn HEAD."""
+    run_git("init", "-q", *(["--bare"] if bare else []), "-b", branch, str(path))
+    return Repo(path)

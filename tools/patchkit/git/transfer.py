@@ -1,0 +1,199 @@
+"""Transfer: fetching on demand (one commit, a ref, more history, a batch of blobs), partial
+and sparse checkouts, what the object store holds, and the clone/fetch runner with git's own
+progress and the network deadline: a room of Repo (repo.py). clone.py makes the clones.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from git.exc import GitCommandNotFound
+
+from .. import progress
+from ..errors import ToolMissing
+from .runner import GitError, Result, Sha, _call, _Git, _kill_tree, _without_redirects
+
+LOCAL_UPLOAD_PACK = "git -c uploadpack.allowFilter=true -c uploadpack.allowAnySHA1InWant=true upload-pack"
+
+
+@dataclass(frozen=True)
+class ObjectStats:
+    objects: int  # in packs: in a clone, the objects received
+    pack_bytes: int  # the packs as received
+    packs: int
+    loose: int  # objects written here (commits and trees of the series, ...)
+
+
+
+class TransferMixin:
+    """Repo's fetching on demand and sparse checkouts (uses Repo's _run, _out, _runner,
+    config_get, git_path)."""
+
+    def is_shallow(self) -> bool:
+        return self._out("rev-parse", "--is-shallow-repository") == "true"
+
+    # -- fetching on demand: one commit's worth, never the history between -----------------------
+    def is_partial(self) -> bool:
+        """A partial clone: origin promises the objects left out, and lazily fetches them."""
+        return self.config_get("remote.origin.promisor") == "true"
+
+    def present_commit(self, rev: str) -> Sha | None:
+        """The commit rev names if it is here, without fetching it: in a partial clone,
+        rev-parse of a missing commit id fetches it lazily, with all of its history."""
+        res = self._run("rev-list", "-n1", "--no-walk", "--missing=allow-any", "--end-of-options", rev, check=False)
+        return Sha(res.text.strip()) if res.returncode == 0 and res.text.strip() else None
+
+    def fetch_commit(self, rev: str) -> Sha | None:
+        """Make rev (a commit id, or a tag or branch name on origin) present with its trees.
+
+        In a shallow clone it comes at depth 1, with the clone's filter: one commit and the
+        trees that differ from what is here, not the history in between. None when origin
+        has no such commit (or there is no origin).
+        """
+        have = self.present_commit(rev)
+        if have is not None or not self.config_get("remote.origin.url"):
+            return have
+        args = ["fetch", "--no-tags", "--no-write-fetch-head"] + (["--depth", "1"] if self.is_shallow() else [])
+        filt = self.config_get("remote.origin.partialclonefilter")
+        if filt:
+            args.append(f"--filter={filt}")
+        # A name is fetched into FETCH_HEAD's place below refs/patchkit/ only for the moment of
+        # reading its id: the user's refs are not ours to add to.
+        tmp = "refs/patchkit/fetched"
+        res = _transfer(self._runner, [*args, "origin", f"+{rev}:{tmp}"], f"fetching {rev} (one commit)", check=False)
+        if res.returncode != 0:
+            return None
+        sha = self.present_commit(tmp)
+        self._run("update-ref", "-d", tmp)
+        return sha
+
+    def deepen(self, commits: int) -> bool:
+        """commits more of history behind a shallow clone's edge; False when there is no more."""
+        before = self._out("rev-list", "--count", "--all")
+        res = _transfer(self._runner, ["fetch", "--no-tags", f"--deepen={commits}", "origin"],
+                        f"fetching {commits} more commits of history", check=False)
+        return res.returncode == 0 and self._out("rev-list", "--count", "--all") != before
+
+    def fetch_ref(self, ref: str) -> bool:
+        """A ref that a single-ref clone lacks, at depth 1 in a shallow one, under the name a
+        clone of it would give it (refs/tags/x or refs/remotes/origin/x); False when origin has none."""
+        listed = self._run("ls-remote", "origin", f"refs/tags/{ref}", f"refs/heads/{ref}", check=False)
+        names = [line.split("\t", 1)[1] for line in listed.text.splitlines() if "\t" in line]
+        if listed.returncode != 0 or not names:
+            return False
+        name = min(names)  # refs/heads/ sorts before refs/tags/; a tag wins over a branch, as in ref_candidates
+        name = next((n for n in names if n.startswith("refs/tags/")), name)
+        local = name if name.startswith("refs/tags/") else "refs/remotes/origin/" + name[len("refs/heads/"):]
+        args = ["fetch", "--no-tags"] + (["--depth", "1"] if self.is_shallow() else [])
+        return _transfer(self._runner, [*args, "origin", f"+{name}:{local}"], f"fetching {ref}",
+                         check=False).returncode == 0
+
+    def sparse_patterns(self) -> set[str]:
+        """The sparse checkout's patterns; empty when the checkout is not sparse."""
+        if self._run("config", "--bool", "core.sparseCheckout", check=False).text.strip() != "true":
+            return set()
+        return {ln.strip() for ln in self._run("sparse-checkout", "list").text.splitlines() if ln.strip()}
+
+    def sparse_checkout_add(self, paths: Iterable[str]) -> None:
+        """Widen a sparse checkout by these paths (non-cone patterns, anchored at the top)."""
+        if self._run("config", "--bool", "core.sparseCheckout", check=False).text.strip() != "true":
+            return
+        self._run("sparse-checkout", "add", "--stdin", input="".join(f"/{p}\n" for p in sorted(set(paths))))
+
+    def object_stats(self) -> "ObjectStats":
+        """What the object store holds: objects, their bytes as packed or loose, and the packs'
+        bytes (in a clone, what was received: git stores fetched packs as they arrive)."""
+        kv = dict(line.split(": ", 1) for line in self._out("count-objects", "-v").splitlines() if ": " in line)
+        packs = sorted(self.git_path("objects/pack").glob("*.pack"))
+        return ObjectStats(int(kv.get("in-pack", 0)), sum(p.stat().st_size for p in packs), len(packs),
+                           int(kv.get("count", 0)))
+
+    def commit_objects(self, rev: str, paths: Iterable[str] = ()) -> list[str]:
+        """The objects a checkout of rev needs at the least: the commit, all of its trees, and
+        the blobs at paths, files or directories (the limit a one-commit fetch can reach)."""
+        out = self._run("ls-tree", "-r", "-t", "-z", rev).text
+        trees = [rec.split(" ")[2].split("\t")[0] for rec in out.split("\0") if rec and rec.split(" ")[1] == "tree"]
+        want = tuple(paths)
+        blobs = [meta.split(" ")[2] for meta, _, name in (rec.partition("\t") for rec in out.split("\0") if rec)
+                 if meta.split(" ")[1] == "blob" and any(name == p or name.startswith(p + "/") for p in want)]
+        return [self._out("rev-parse", f"{rev}^{{commit}}"), self._out("rev-parse", f"{rev}^{{tree}}"), *trees, *blobs]
+
+    def packed_size(self, objects: Sequence[str]) -> int:
+        """The bytes of one pack holding exactly these objects, as a server would send them."""
+        return len(self._run("pack-objects", "--stdout", input="".join(f"{o}\n" for o in objects)).stdout)
+
+    def prefetch(self, shas: Iterable[str]) -> None:
+        """In a partial clone, fetch the objects among shas that are not here, in one batch
+        (git's own lazy fetch would fetch them one process at a time)."""
+        if not self.is_partial():
+            return
+        present = set(self._run("cat-file", "--batch-all-objects", "--batch-check=%(objectname)").text.split())
+        missing = sorted(set(shas) - present)
+        if missing:
+            # As git's lazy fetch does: no negotiation (we hold the commits these blobs are in,
+            # so the server would think we have them), the clone's filter, no tags.
+            _transfer(self._runner, ["fetch", "--no-tags", "--no-write-fetch-head", "--recurse-submodules=no",
+                                     f"--filter={self.config_get('remote.origin.partialclonefilter') or 'blob:none'}",
+                                     "origin", *missing],
+                      f"fetching {len(missing)} file(s) of the set", config=["fetch.negotiationAlgorithm=noop"])
+
+    def sparse_checkout(self, paths: Iterable[str]) -> None:
+        """Only these paths in the work tree (non-cone patterns, anchored at the top)."""
+        self._run("sparse-checkout", "set", "--no-cone", "--stdin",
+                  input="".join(f"/{p}\n" for p in sorted(set(paths))))
+
+
+
+def _transfer(runner: _Git, args: Sequence[str], what: str, *, check: bool = True,
+              config: Sequence[str] = ()) -> Result:
+    """clone or fetch. When progress is shown, git's own progress goes to our stderr as git
+    draws it (while its messages are still kept for the error); otherwise git is quiet."""
+    pre = [a for c in config for a in ("-c", c)]
+    with progress.step(what):
+        if not progress.enabled():
+            return _call(runner, [*pre, args[0], "-q", *args[1:]], check=check, timeout=network_timeout())
+        return _call_showing_progress(runner, [*pre, args[0], "--progress", *args[1:]], check)
+
+
+def network_timeout() -> float:
+    """Seconds a clone or fetch may take (PATCHKIT_NETWORK_TIMEOUT, default 30 minutes):
+    a URL that never answers (fd::17, a dead host) must end in an error, not a hang."""
+    try:
+        return max(1.0, float(os.environ.get("PATCHKIT_NETWORK_TIMEOUT", "1800")))
+    except ValueError:
+        return 1800.0
+
+
+
+def _call_showing_progress(runner: _Git, args: Sequence[str], check: bool) -> Result:
+    cmd = ["git", *[str(a) for a in args]]
+    try:
+        with _without_redirects():
+            child = runner.execute(cmd, as_process=True, with_stdout=False)
+    except GitCommandNotFound as exc:
+        raise ToolMissing("git is not installed or not on PATH") from exc
+    kept = bytearray()
+    timer = threading.Timer(network_timeout(), _kill_tree, (child.proc.pid,))
+    timer.daemon = True
+    timer.start()
+    while chunk := child.proc.stderr.read1(65536):
+        sys.stderr.buffer.write(chunk)
+        sys.stderr.flush()
+        kept += chunk
+        del kept[:-65536]
+    status = child.proc.wait()
+    timer.cancel()
+    # Progress lines end in CR; keep git's messages for an error, its complaints first, as
+    # git says them without --progress (no "Cloning into", no counters).
+    lines = [part for line in kept.decode("utf-8", "replace").splitlines()
+             for part in [line.rsplit("\r", 1)[-1].strip()] if part and "%" not in part]
+    said = [ln for ln in lines if ln.startswith(("fatal:", "error:", "warning:", "hint:"))]
+    err = "\n".join(said or [ln for ln in lines if not ln.startswith(("Cloning into", "remote: "))])
+    result = Result(tuple(cmd), status, b"", err)
+    if check and status != 0:
+        raise GitError(cmd, status, "", err, None if runner._working_dir is None else str(runner._working_dir))
+    return result
+
