@@ -18,7 +18,7 @@ def phony_targets() -> list[str]:
 
 
 def test_make_help_lists_every_target_in_one_line():
-    res = sh("make", "-s", "-C", ROOT, "help")
+    res = sh("make", "-s", "--no-print-directory", "-C", ROOT, "help")  # also under a parent make (land.sh)
     assert res.returncode == 0, res.stderr
     listed = {}
     for line in res.stdout.splitlines():
