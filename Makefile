@@ -24,12 +24,14 @@ BUILDER    ?=
 BASE       ?=
 REGISTRY   ?=
 TLS_VERIFY ?= true
+SINCE      ?=
+UNTIL      ?=
 
 # Variables reach the CLI through the environment ("$$VAR"), never pasted into the shell line:
 # BRANCH='x;touch /tmp/p' or SIGNOFF with quotes, backticks or $$(...) stays one argument.
-export BASE BRANCH BUILD BUILDER DEST FIX MODE REGISTRY REPORT SIGNOFF THREEWAY TLS_VERIFY TRTLLM TRTLLM_SRC TRTLLM_URL VARIANT
+export BASE BRANCH BUILD BUILDER DEST FIX MODE REGISTRY REPORT SIGNOFF SINCE THREEWAY TLS_VERIFY TRTLLM TRTLLM_SRC TRTLLM_URL UNTIL VARIANT
 
-.PHONY: help setup demo test apply unapply check miniature targets bench delta waivers pr dco export check-export container container-push
+.PHONY: help setup demo test apply unapply check radar miniature targets bench delta waivers pr dco export check-export container container-push
 help: ; @awk -F ":.*## " '/^[a-z-]+:.*## /{printf "  %-15s %s\n", $$1, $$2}' $(MAKEFILE_LIST) ## list the targets, one line each (README.md says more)
 setup: $(SETUP) ## make the virtual environment in .venv and install patchkit into it
 $(VENV)/.installed: pyproject.toml
@@ -40,6 +42,7 @@ test: $(SETUP) ; $(PYTEST) -q ## the test suite
 apply: $(SETUP) ; $(PATCHKIT) apply --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(if $(TRTLLM_URL),--url="$$TRTLLM_URL") $(if $(THREEWAY),--threeway) ## apply the series as commits on overlay/<target>, all or nothing (TRTLLM, TRTLLM_SRC, TRTLLM_URL, THREEWAY)
 unapply: $(SETUP) ; $(PATCHKIT) unapply --target="$$TRTLLM" --src="$$TRTLLM_SRC" ## return the checkout to where it was before apply (TRTLLM, TRTLLM_SRC)
 check: $(SETUP) ; $(PATCHKIT) check --src="$$TRTLLM_SRC" ## how every target applies to a checkout, changing nothing (TRTLLM_SRC)
+radar: $(SETUP) ; $(PATCHKIT) radar --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(if $(TRTLLM_URL),--url="$$TRTLLM_URL") $(if $(SINCE),--since="$$SINCE") $(if $(UNTIL),--until="$$UNTIL") ## since which upstream commit the set breaks or is fixed upstream; exit 1 when its status changed (TRTLLM, SINCE, UNTIL, TRTLLM_SRC, TRTLLM_URL)
 miniature: $(SETUP) ; $(PATCHKIT) miniature --dest="$$DEST" $(if $(VARIANT),--variant="$$VARIANT") ## build the miniature upstream (DEST, VARIANT)
 targets: $(SETUP) ; $(PATCHKIT) targets ## list the patch sets
 bench: $(SETUP) ; $(PATCHKIT) bench --workdir="$$BUILD/bench" ## measure cold apply, a full delta, the image build and the waiver step (BUILD)

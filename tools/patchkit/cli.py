@@ -24,6 +24,7 @@ from .container import build as cbuild
 from .delta import command as delta_cmd
 from .git import GitError, Repo
 from .pr import branch as pr_branch, dco, export as export_mod
+from .radar import command as radar_cmd
 from .upstream import base_of, obtain
 from .waives import report as waiver_report
 from .errors import CommandError, ExitCode, UserError
@@ -172,6 +173,17 @@ def _push(root, args):
                        tls_verify=args.tls_verify == "true")
 
 
+def _radar(root, args):
+    ps = _set(root, args)
+    with contextlib.ExitStack() as held:
+        repo, _ = obtain(ps, _src(root, ps, args), args.url, hold=held, command=f"radar {ps.target}")
+        res = radar_cmd.radar(ps, repo, since=args.since, until=args.until)
+    out = (args.out or root / "build" / "radar").resolve()
+    res.files = radar_cmd.report_paths(res.target, out)
+    radar_cmd.write(res, out, render.as_json(res), render.radar_markdown(res, [voice(args).hint(h) for h in res.hints]))
+    return res
+
+
 def _bench(root, args):
     work = args.workdir.resolve()
     return [bench.clone_bench(root, work, args.files, args.commits), bench.delta_bench(root, work),
@@ -189,6 +201,14 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
             (SRC_REQUIRED, arg("--target", None, "only these targets (default: all)", action="append")),
             _check, render.check_results, "make check TRTLLM_SRC=build/trtllm-main\npatchkit check --src build/trtllm-main",
             lambda res: ExitCode.CONFLICT if any(r.conflicts for r in res) else ExitCode.OK),
+    Command("radar", "since which upstream commit a set breaks, and since which it is no longer needed "
+            "(exit 1: its status at UNTIL differs from SINCE's)",
+            (TARGET, SRC, URL, arg("--since", "SINCE", "first commit of the range (default: the set's upstream.base)"),
+             arg("--until", "UNTIL", "last commit of the range (default: the set's ref)"),
+             arg("--out", None, "where to write <target>.json and <target>.md (default: build/radar)", type=Path)),
+            _radar, render.radar_result,
+            "make radar TRTLLM=main SINCE=v1.3.0rc25\npatchkit radar --target main --src build/trtllm-main --since v1.3.0rc25",
+            lambda res: _mismatch_unless(not res.changed)),
     Command("waivers", "which waiver lines skip the set's tests, now and after its edit", (TARGET, SRC, URL),
             _waivers, render.waivers_result,
             "make waivers TRTLLM=rc25\npatchkit waivers --target rc25 --src build/trtllm-rc25"),

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import yaml
 
-from . import patchset
+from . import minihistory, patchset
 from .errors import BadInput, Hint
 from .git import Identity, init
 
@@ -68,6 +68,12 @@ def build(root: Path, dest: Path, variant: str | None = None) -> MiniatureResult
         repo = init(tmp, manifest.get("branch", "main"))
         tag, commits = "", []
         for c in todo:
+            if c.get("generate") == "history":  # changes laid over the tree as it is (minihistory.py)
+                def expand(layer: str, path: str) -> str:
+                    return _expand(root, path, (scaffold / layer / path).read_text())
+                for message, date in minihistory.commits(expand, tmp):
+                    commits.append(repo.add_all_and_commit(message, IDENTITY, date))
+                continue
             _lay(root, scaffold / c["dir"], tmp)
             commits.append(repo.add_all_and_commit(c["message"], IDENTITY, c["date"]))
             if c.get("tag"):

@@ -166,7 +166,8 @@ def apply_series(repo: Repo, base: Sha, patches: Sequence[Patch], *, threeway: b
                  stop_on_conflict: bool = True,
                  extra: Callable[[TreeBuilder], Any] | None = None,
                  message_filter: Callable[[str], str] | None = None,
-                 merge_bases: Sequence[str] = (), announce: str = "") -> SeriesResult:
+                 merge_bases: Sequence[str] = (), announce: str = "",
+                 search_history: bool = True) -> SeriesResult:
     """Apply patches on base as commits; report each as applied, already upstream, 3-way or conflict.
 
     Nothing outside the object store changes (a 3-way merge may fetch the objects it needs).
@@ -175,14 +176,15 @@ def apply_series(repo: Repo, base: Sha, patches: Sequence[Patch], *, threeway: b
     waiver edit); its return value is kept as result.extra. merge_bases: where the series
     was made (the set's recorded base), tried first as a drifted patch's merge base.
     announce: say each patch as a progress step ('applying': apply's own series; the delta's
-    trees, the PR branch and the image say their steps as a whole).
+    trees, the PR branch and the image say their steps as a whole). search_history=False: the
+    merge bases only, never history (make radar probes slim trees that have none).
     """
     result = SeriesResult(base=base, tip=base)
     with TreeBuilder(repo, base, committer, committer_date, message_filter) as tb:
         for i, patch in enumerate(patches, 1):
             with (progress.step(f"{announce} patch {i}/{len(patches)}: {patch.name}") if announce
                   else contextlib.nullcontext()):
-                outcome = _apply_one(tb, patch, threeway, merge_bases)
+                outcome = _apply_one(tb, patch, threeway, merge_bases, search_history)
             result.outcomes.append(outcome)
             if outcome.status == CONFLICT and stop_on_conflict:
                 break
@@ -192,7 +194,8 @@ def apply_series(repo: Repo, base: Sha, patches: Sequence[Patch], *, threeway: b
     return result
 
 
-def _apply_one(tb: TreeBuilder, patch: Patch, threeway: bool, merge_bases: Sequence[str] = ()) -> Outcome:
+def _apply_one(tb: TreeBuilder, patch: Patch, threeway: bool, merge_bases: Sequence[str] = (),
+               search_history: bool = True) -> Outcome:
     author = Identity(patch.author_name, patch.author_email)
     clean, err = tb.probe(patch)
     if not clean:
@@ -202,7 +205,7 @@ def _apply_one(tb: TreeBuilder, patch: Patch, threeway: bool, merge_bases: Seque
         drift = _drift(patch, err, tb)
         if not threeway:
             return Outcome(patch, CONFLICT, drift=drift)
-        merged = _merge_from_history(tb, patch, merge_bases)
+        merged = _merge_from_history(tb, patch, merge_bases, search_history)
         if merged is not None:
             return Outcome(patch, CONFLICT, drift=merged)
         return Outcome(patch, THREEWAY, tb.commit(patch.message, author, patch.date))
@@ -262,7 +265,8 @@ def _locate(expected: Sequence[str], lines: Sequence[str], near: int) -> tuple[i
     return best + 1, tuple(lines[best:best + n])
 
 
-def _merge_from_history(tb: TreeBuilder, patch: Patch, merge_bases: Sequence[str] = ()) -> Drift | None:
+def _merge_from_history(tb: TreeBuilder, patch: Patch, merge_bases: Sequence[str] = (),
+                        search_history: bool = True) -> Drift | None:
     """3-way merge: find a commit where the patch applies, merge its change forward.
 
     The patches carry no blob ids (upstream's full files are not always at hand when a set
@@ -272,15 +276,17 @@ def _merge_from_history(tb: TreeBuilder, patch: Patch, merge_bases: Sequence[str
     Returns None on success (the index holds the merged files) or the Drift that blocks it.
     Files are bytes throughout: a file that is not UTF-8 merges as it is.
     """
-    for cand in _candidates(tb, patch, merge_bases):
+    for cand in _candidates(tb, patch, merge_bases, search_history):
         with TreeBuilder(tb.repo, cand) as old:
             if not old.probe(patch)[0]:
                 continue
             return _merge_forward(tb, old, patch, cand)
+    if not search_history:
+        return Drift(patch.paths[0], "", (), f"3-way: the patch does not apply at {', '.join(b[:12] for b in merge_bases)} either")
     return Drift(patch.paths[0], "", (), f"3-way: no commit in the last {HISTORY_LIMIT} touching it where the patch applies")
 
 
-def _candidates(tb: TreeBuilder, patch: Patch, merge_bases: Sequence[str]) -> Iterator[Sha]:
+def _candidates(tb: TreeBuilder, patch: Patch, merge_bases: Sequence[str], search_history: bool = True) -> Iterator[Sha]:
     repo, tried = tb.repo, set()
     for rev in merge_bases:
         with progress.step(f"{patch.name}: looking for the merge base {rev}"):
@@ -288,6 +294,8 @@ def _candidates(tb: TreeBuilder, patch: Patch, merge_bases: Sequence[str]) -> It
         if sha and sha not in tried:
             tried.add(sha)
             yield sha
+    if not search_history:
+        return
     paths = [fc.old_path or fc.path for fc in patch.files]
     depth = 16
     while True:

@@ -6,7 +6,8 @@
 - objects.py: the persistent `cat-file --batch` reader, blobs, trees, commits, the temporary
   Index, and the text operations git owns (trailers, merge-file, format-patch, archive);
 - transfer.py: fetching on demand, partial and sparse checkouts, git's progress, the network
-  deadline; clone.py: the clones.
+  deadline; clone.py: the clones;
+- history.py: a set's paths through history, slim commits to probe on (make radar).
 
 Where GitPython has no API for an operation (apply --cached, format-patch, archive,
 interpret-trailers, merge-file, sparse-checkout, fast-import, worktree ...), the facade calls

@@ -2,7 +2,8 @@
 repository for objects, its command runner for commands) and its config. The rest of what a
 Repo does lives in its rooms: refs.py (refs, the work tree, worktrees, history), objects.py
 (the object reader, blobs, trees, the temporary Index, text operations git owns) and
-transfer.py (fetching on demand, partial and sparse checkouts, what the store holds).
+transfer.py (fetching on demand, partial and sparse checkouts, what the store holds) and
+history.py (a set's paths through history, for make radar).
 """
 from __future__ import annotations
 
@@ -15,13 +16,14 @@ from git.exc import InvalidGitRepositoryError, NoSuchPathError
 
 from .. import identity
 from ..errors import NotFound
+from .history import HistoryMixin
 from .objects import ObjectsMixin
 from .refs import RefsMixin
 from .runner import GitError, Identity, Result, _call, _Git, _GitPythonRepo, run_git
 from .transfer import TransferMixin
 
 
-class Repo(RefsMixin, ObjectsMixin, TransferMixin):
+class Repo(RefsMixin, ObjectsMixin, TransferMixin, HistoryMixin):
     """A repository (its work tree when it has one) at a path."""
 
     def __init__(self, path: str | os.PathLike) -> None:

@@ -1,0 +1,135 @@
+"""make radar (#18): since which upstream commit a set breaks, and since which it is no longer
+needed. On the miniature's history variant (about sixty commits after the tag, three of
+which change the main set's status), radar must name exactly those three, in order, with
+the right statuses, within its probe budget, without touching the checkout."""
+from __future__ import annotations
+
+import json
+import math
+import os
+
+import pytest
+
+from patchkit import minihistory, miniature
+from patchkit.cli import main
+from patchkit.radar import bisect
+from helpers import ROOT, sh, state_of
+
+
+@pytest.fixture(scope="session")
+def history_template(tmp_path_factory):
+    """The history miniature, built once a session."""
+    dest = tmp_path_factory.mktemp("history") / "upstream"
+    old = dict(os.environ)
+    os.environ.update(HOME=str(tmp_path_factory.mktemp("historyhome")), GIT_CONFIG_NOSYSTEM="1")
+    try:
+        miniature.build(ROOT, dest, variant="history")
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    return dest
+
+
+def _radar(capsys, *args):
+    code = main(["--json", "radar", "--target", "main", *map(str, args)])
+    out = capsys.readouterr()
+    return code, json.loads(out.out) if out.out.strip() else None, out.err
+
+
+def _sha(repo, subject):
+    return sh("git", "-C", repo, "log", "--format=%H", f"--grep={subject}", "-F", "main").stdout.split()[0]
+
+
+def test_radar_names_the_three_commits_in_order_within_budget(history_template, tmp_path, capsys):
+    """A user's full clone: the offset, the reworded context (3-way) and upstream's #20918 fix."""
+    clone = tmp_path / "trtllm"
+    sh("git", "clone", "-q", history_template.as_uri(), clone)
+    before = state_of(clone)
+    code, res, _err = _radar(capsys, "--src", clone, "--out", tmp_path / "out")
+    assert code == 1  # the status changed since the set was verified: the nightly job fails
+    assert state_of(clone) == before
+    assert [r["subject"] for r in res["timeline"]] == [minihistory.OFFSET_SUBJECT, minihistory.REWORD_SUBJECT,
+                                                       minihistory.FIX_SUBJECT]
+    fix, test = [p["name"] for p in res["patches"]]
+    assert [r["patches"][fix].split(" ")[0] for r in res["timeline"]] == ["offset", "3-way", "conflict"]
+    assert {r["patches"][test] for r in res["timeline"]} == {"applies"}
+    assert [r["tests"].split(" (")[0] for r in res["timeline"]] == ["", "", "fixed"]
+    assert res["timeline"][2]["commit"] == _sha(clone, "(#20918)")
+    assert res["commits_in_range"] == len(sh("git", "-C", clone, "rev-list", "--first-parent",
+                                             f"{res['since']['commit']}..main").stdout.split())
+    assert res["tests"]["probes"] <= math.ceil(math.log2(res["candidates"])) + 2
+    assert res["action"] == "retire" and _sha(clone, "(#20918)")[:12] in res["todo"]
+    summary = {p["name"]: p for p in res["patches"]}[fix]
+    assert summary["first_offset"] == _sha(clone, "(#20511)")
+    assert summary["first_break"] == _sha(clone, "(#20650)") and summary["threeway_at_break"] is True
+    written = json.loads((tmp_path / "out" / "main.json").read_text())
+    assert written["timeline"] == res["timeline"]
+    md = (tmp_path / "out" / "main.md").read_text()
+    assert "(#20918)" in md and md.count("\n|") == 2 + 3  # header, rule, three rows
+
+
+def test_radar_in_the_one_commit_clone_fetches_no_blob_of_history(history_template, tmp_path, capsys):
+    """TRTLLM_SRC missing: the one-commit clone, then only commits and trees of the range and
+    the blobs of the set's files; an unrelated file's blobs never arrive."""
+    src = tmp_path / "trtllm-main"
+    code, res, _err = _radar(capsys, "--src", src, "--url", history_template, "--out", tmp_path / "out")
+    assert code == 1 and len(res["timeline"]) == 3
+    present = set(sh("git", "-C", src, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)").stdout.split())
+    unrelated = sh("git", "-C", history_template, "rev-list", "--objects", "main", "--",
+                   "tensorrt_llm/_torch/speculative").stdout.split("\n")
+    blobs = {line.split(" ")[0] for line in unrelated if line.endswith(".py") and "/speculative/" in line}
+    assert blobs and not blobs & present
+    assert sh("git", "-C", src, "status", "--porcelain").stdout == ""
+
+
+def test_fix_in_the_first_and_only_candidate(history_template, tmp_path, capsys):
+    clone = tmp_path / "trtllm"
+    sh("git", "clone", "-q", history_template.as_uri(), clone)
+    fix = _sha(clone, "(#20918)")
+    code, res, _err = _radar(capsys, "--src", clone, "--since", f"{fix}^", "--until", fix, "--out", tmp_path / "o")
+    assert code == 1 and res["candidates"] == 1
+    assert [r["commit"] for r in res["timeline"]] == [fix] and res["timeline"][0]["tests"].startswith("fixed")
+    assert res["tests"]["probes"] <= 2
+
+
+def test_no_fix_in_range_means_refresh_with_threeway(history_template, tmp_path, capsys, monkeypatch):
+    """UNTIL before the fix: the patch needs 3-way; the hint runs make apply with THREEWAY=1."""
+    clone = tmp_path / "trtllm"
+    sh("git", "clone", "-q", history_template.as_uri(), clone)
+    fix, offset = _sha(clone, "(#20918)"), _sha(clone, "(#20511)")
+    monkeypatch.setenv("PATCHKIT_VIA_MAKE", "1")
+    code = main(["radar", "--target", "main", "--src", str(clone), "--since", offset, "--until", f"{fix}^",
+                 "--out", str(tmp_path / "o")])
+    text = capsys.readouterr().out
+    assert code == 1
+    assert "fixed" not in json.loads((tmp_path / "o" / "main.json").read_text())["timeline"][-1]["tests"]
+    assert f"run: make apply TRTLLM=main TRTLLM_SRC={clone} THREEWAY=1" in text
+    assert "(#20918)" not in text and "(#20650)" in text
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 8, 13, 33])
+def test_bisection_finds_the_fix_at_every_position_and_none(n):
+    """The edges: the fix in the first candidate, in the last, anywhere between, and in none."""
+    for fix_at in [*range(n), None]:
+        calls = []
+
+        def measure(i):
+            calls.append(i)
+            return bisect.Probe(i, fix_at is not None and i >= fix_at, "")
+        found = bisect.bisect(n, measure)
+        assert len(calls) == len(set(calls)) <= bisect.budget(n) == math.ceil(math.log2(n)) + 2 if n > 1 else True
+        if fix_at is None:
+            assert found.changes == ()
+        else:
+            assert [(c.at, c.exact, c.fixed) for c in found.changes] == [(fix_at, True, True)]
+
+
+def test_bisection_reports_a_fix_that_upstream_undid():
+    """Fixed at 4, broken again at 9 of 12: the ends agree; the suspect (where the fix patch
+    stopped applying) shows the fix, and each change is reported."""
+    def measure(i):
+        return bisect.Probe(i, 4 <= i < 9, "")
+    found = bisect.bisect(12, measure, suspects=[5])
+    assert not found.monotone and len(found.probes) <= bisect.budget(12)
+    assert [(c.fixed, c.after < c.at) for c in found.changes] == [(True, True), (False, True)]
+    assert found.changes[0].after < 4 <= found.changes[0].at and found.changes[1].after < 9 <= found.changes[1].at
