@@ -35,10 +35,10 @@ export BASE BRANCH BUILD BUILDER DEST FIX MODE REGISTRY REPORT SIGNOFF SINCE THR
 help: ; @awk -F ":.*## " '/^[a-z-]+:.*## /{printf "  %-15s %s\n", $$1, $$2}' $(MAKEFILE_LIST) ## list the targets, one line each (README.md says more)
 setup: $(SETUP) ## make the virtual environment in .venv and install patchkit into it
 $(VENV)/.installed: pyproject.toml
-	$(PYTHON) -m venv $(VENV) && $(VENV)/bin/pip install -q --disable-pip-version-check -e . && touch $@
+	$(PYTHON) -m venv $(VENV) && $(VENV)/bin/pip install -q --disable-pip-version-check -e '.[test]' && touch $@
 
 demo: $(SETUP) ; $(PATCHKIT) demo --workdir="$$BUILD/demo" $(if $(SIGNOFF),--signoff="$$SIGNOFF") ## the main job end to end on the built-in miniature upstream (BUILD, SIGNOFF)
-test: $(SETUP) ; $(PYTEST) -q ## the test suite
+test: $(SETUP) ; $(PYTEST) -q -n 2 ## the test suite, on two processes (pytest-xdist)
 apply: $(SETUP) ; $(PATCHKIT) apply --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(if $(TRTLLM_URL),--url="$$TRTLLM_URL") $(if $(THREEWAY),--threeway) ## apply the series as commits on overlay/<target>, all or nothing (TRTLLM, TRTLLM_SRC, TRTLLM_URL, THREEWAY)
 unapply: $(SETUP) ; $(PATCHKIT) unapply --target="$$TRTLLM" --src="$$TRTLLM_SRC" ## return the checkout to where it was before apply (TRTLLM, TRTLLM_SRC)
 check: $(SETUP) ; $(PATCHKIT) check --src="$$TRTLLM_SRC" ## how every target applies to a checkout, changing nothing (TRTLLM_SRC)
