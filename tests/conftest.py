@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -32,6 +34,28 @@ def hermetic(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("GIT_COMMITTER_DATE", FIXED_DATE)
     monkeypatch.setenv("LANG", "C")
     monkeypatch.setenv("TZ", "UTC")
+    # Whatever patchkit or a tool puts in $TMPDIR (temporary indexes, crash logs) lands in the
+    # test's own temp dir: nothing of a run is left in /tmp, and no test counts another's files.
+    tmp = tmp_path_factory.mktemp("tmpdir")
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """A green run leaves nothing in /tmp: remove this session's pytest temp dir (a failed run's
+    stays for a look). Under xdist the controller's holds the workers' too."""
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    if exitstatus != 0 or factory is None or hasattr(session.config, "workerinput") or session.config.option.basetemp:
+        return
+    base = Path(factory.getbasetemp())
+    shutil.rmtree(base, ignore_errors=True)
+    current = base.parent / f"{base.name.rsplit('-', 1)[0]}-current"
+    if current.is_symlink() and not current.exists():
+        current.unlink()
+    try:
+        base.parent.rmdir()  # pytest-of-<user>, when no other run is using it
+    except OSError:
+        pass
 
 
 @pytest.fixture(scope="session")
