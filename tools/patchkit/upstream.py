@@ -83,12 +83,20 @@ def _clone_lock_name(src: Path) -> str:
     return f".{src.name}.patchkit-clone.lock"
 
 
+def _drop_clone_lock(src: Path) -> None:
+    """The clone has landed: its lock file goes (#17 item 9), removed while still held. A run
+    waiting on it, or one that makes a new one, then finds src and only opens it."""
+    with contextlib.suppress(FileNotFoundError):
+        (src.parent / _clone_lock_name(src)).unlink()
+
+
 def _clone(ps: PatchSet, src: Path, url: str | None, hold: contextlib.ExitStack | None,
            command: str) -> tuple[Repo, bool]:
     with contextlib.ExitStack() as cloning:
         # Two clones to one place: the second waits, then finds the first one's checkout.
         cloning.enter_context(lock.hold(src.parent / _clone_lock_name(src), command, str(src)))
         if src.exists():
+            _drop_clone_lock(src)
             return obtain(ps, src, url, hold, command)
         for stale in src.parent.glob(f".{src.name}.patchkit-partial-*"):
             shutil.rmtree(stale, ignore_errors=True)
@@ -99,6 +107,7 @@ def _clone(ps: PatchSet, src: Path, url: str | None, hold: contextlib.ExitStack 
                 hold.enter_context(lock.hold(repo.git_path(lock.NAME), command, str(src)))
             repo.close()
             os.rename(tmp / "clone", src)
+            _drop_clone_lock(src)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return Repo(src), True
