@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
-from . import __version__, lock, progress, apply as apply_mod, bench, check as check_mod, demo, miniature, patchset, render
+from . import __version__, lock, progress, apply as apply_mod, bench, check as check_mod, demo, miniature, patchset, render, scratch
 from .container import build as cbuild
 from .delta import command as delta_cmd
 from .git import GitError, Repo
@@ -326,6 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     said = voice(args)
     command = COMMANDS[args.command]
     try:
+        scratch.sweep()  # what a killed run left in $TMPDIR (#17 item 9)
         res = command.run((args.root or find_root()).resolve(), args)
         text = render.as_json(res) if args.json else "\n".join(
             filter(None, [command.text(res), *(said.hint(h) for h in getattr(res, "hints", []))]))

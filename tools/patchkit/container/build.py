@@ -3,13 +3,12 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 import jinja2
 
-from .. import __version__, progress, series
+from .. import __version__, progress, scratch, series
 from ..errors import CommandError, Conflict, Hint, NotFound, ToolMissing
 from ..git import Repo
 from ..model import PatchSet
@@ -102,7 +101,7 @@ def build(root: Path, ps: PatchSet, repo: Repo, *, context_dir: Path, base: str 
         raise ToolMissing(f"no image builder works here (docker, podman or buildah); the context is in "
                           f"{context_dir}; build it with: {result.command}")
     result.builder = builder.name
-    with tempfile.TemporaryDirectory(prefix="patchkit-build-") as tmp:
+    with scratch.folder("build") as tmp:
         iid = Path(tmp) / "iid"
         try:
             with progress.step(f"building {result.image} with {builder.name}"):

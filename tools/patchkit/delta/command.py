@@ -8,7 +8,7 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 
-from .. import progress, series
+from .. import progress, scratch, series
 from ..errors import BadInput, Hint
 from ..git import Repo
 from ..model import PatchSet
@@ -109,8 +109,7 @@ def delta(ps: PatchSet, *, repo: Repo, mode: str, report: Path, runner: Runner |
         if measured and measured[0].fixed:
             return _fixed_upstream(ps, mode, ref, base, report, *measured)
         pre.raise_on_conflict(f" to {base[:12]}", f"; {measured[0].summary()}" if measured else "")
-    work = Path(tempfile.mkdtemp(prefix="patchkit-delta-"))
-    try:
+    with scratch.folder("delta") as work:
         paths = existing_paths(repo, base, ps, sorted(set(ps.touched_paths) | set(tests)))
         if mode == "container":  # the image's installed package is under test, not a copy in the tree
             paths = [p for p in paths if PurePosixPath(p).parts[0] != ps.container.package]
@@ -132,8 +131,6 @@ def delta(ps: PatchSet, *, repo: Repo, mode: str, report: Path, runner: Runner |
                 dest = report.with_name(f"{report.stem}.{run.name}.xml")
                 shutil.copyfile(run.junit, dest)
                 junit[run.name] = str(dest)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     d = compare.classify(unpatched, patched)
     invalid = compare.validity(unpatched) + compare.validity(patched)
     expected = (ps.expected or {}).get(mode, {})

@@ -7,11 +7,10 @@ and in a sparse or blobless clone only the blobs in the archived paths are read.
 from __future__ import annotations
 
 import tarfile
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import series
+from .. import scratch, series
 from ..errors import BadInput
 from ..git import Repo, Sha
 from ..model import PatchSet
@@ -38,7 +37,7 @@ def build(repo: Repo, base: Sha, ps: PatchSet, workdir: Path, paths: list[str] |
 
 
 def archive(repo: Repo, commit: str, dest: Path, paths: list[str] | None) -> None:
-    with tempfile.TemporaryDirectory(prefix="patchkit-archive-") as tmp:
+    with scratch.folder("archive") as tmp:
         tar = Path(tmp) / "tree.tar"
         repo.archive(commit, tar, paths or [])
         with tarfile.open(tar) as tf:

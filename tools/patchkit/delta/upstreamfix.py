@@ -9,13 +9,11 @@ declares for its patched tree. If upstream alone already gives that, upstream fi
 """
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from .. import series
+from .. import scratch, series
 from ..git import Repo, Sha
 from ..model import PatchSet
 from . import command, compare, trees
@@ -101,15 +99,12 @@ def measure(ps: PatchSet, repo: Repo, base: Sha, outcomes: Sequence[series.Outco
 
     if not runnable:
         return verdict(False, (), f"no regression test of the set exists at {base[:12]}"), TreeRun("unpatched", 0, 0)
-    work = Path(tempfile.mkdtemp(prefix="patchkit-upstreamfix-"))
-    try:
+    with scratch.folder("upstreamfix") as work:
         tree, out = work / "unpatched", work / "out"
         tree.mkdir()
         out.mkdir()
         trees.archive(repo, res.tip, tree, paths)
         [run] = (runner or SourceRunner()).run([Job("unpatched", tree, out)], runnable, command.source_modules(ps))
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     invalid = compare.validity(run)
     declared = (ps.expected or {}).get(MODE, {})
     counts, failing = [], []

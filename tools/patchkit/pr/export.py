@@ -8,10 +8,10 @@ signature. The computed waiver commit is not exported: it is recomputed at every
 from __future__ import annotations
 
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import scratch
 from ..errors import BadInput, Hint, NotFound
 from ..git import Repo
 from ..model import PatchSet
@@ -60,7 +60,7 @@ def render_patches(ps: PatchSet, repo: Repo, branch: str, waiver_out: Path | Non
         repo.format_series(f"{computed[0]}~1..{computed[-1]}", waiver_out)
     if not keep:
         raise BadInput(f"{branch} has no commits beyond {base[:12]} to export")
-    with tempfile.TemporaryDirectory(prefix="patchkit-export-") as tmp:
+    with scratch.folder("export") as tmp:
         files = repo.format_series(f"{base}..{keep[-1]}", Path(tmp))
         return {p.name: _INDEX.sub(b"", p.read_bytes()) for p in files}
 
