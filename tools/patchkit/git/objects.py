@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import io
 import tarfile
-import tempfile
 from collections.abc import Iterator, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from git.objects.util import altz_to_utctz_str
 from gitdb import IStream
 from gitdb.util import hex_to_bin
 
+from .. import scratch
 from .runner import GitError, Identity, Result, Sha, identity_env
 
 
@@ -131,7 +131,7 @@ class ObjectsMixin:
     @contextlib.contextmanager
     def temp_index(self, rev: str) -> Iterator["Index"]:
         """A private index holding rev's tree; the checkout's own index is never touched."""
-        with tempfile.TemporaryDirectory(prefix="patchkit-index-") as tmp:
+        with scratch.folder("index") as tmp:
             index = Index(self, Path(tmp) / "index")
             index.read_tree(rev)
             yield index
@@ -149,7 +149,7 @@ class ObjectsMixin:
 
     def merge_file(self, ours: bytes, base: bytes, theirs: bytes) -> tuple[bytes, int]:
         """A 3-way merge of three versions of a file: (merged bytes, number of conflicts)."""
-        with tempfile.TemporaryDirectory(prefix="patchkit-merge-") as tmp:
+        with scratch.folder("merge") as tmp:
             files = []
             for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
                 p = Path(tmp) / name
