@@ -10,6 +10,7 @@ asserts that every count is zero and prints them.
 from __future__ import annotations
 
 import contextlib
+import copy
 import io
 import json
 import random
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from patchkit import apply as apply_mod, patchset
+from patchkit import apply as apply_mod, patchset, schema
 from patchkit.cli import main
 from patchkit.errors import UserError
 from patchkit.git import Repo
@@ -143,10 +144,32 @@ def crash_logs() -> set[str]:
     return {p.name for p in Path(tempfile.gettempdir()).glob("patchkit-crash-*.log")}
 
 
+def parse_each_text_once(monkeypatch) -> None:
+    """Every mutant is parsed by the real YAML reader; the set's other, unchanged YAML file is
+    not parsed again for each of the 500 (the pure-Python parse was most of the fuzz's time).
+    The reader is a function of its text: a repeat gets a copy of the first answer."""
+    real = schema.load_yaml
+    seen: dict = {}
+
+    def load_yaml(text, where, max_aliases=schema.MAX_ALIASES):
+        key = (text, where, max_aliases)
+        if key not in seen:
+            try:
+                seen[key] = (real(text, where, max_aliases), None)
+            except UserError as exc:
+                seen[key] = (None, exc)
+        data, exc = seen[key]
+        if exc is not None:
+            raise copy.copy(exc)
+        return copy.deepcopy(data)
+    monkeypatch.setattr(schema, "load_yaml", load_yaml)
+
+
 @pytest.fixture
 def arena(tmp_path, checkout, monkeypatch):
     """A project root copy, a checkout, and what lies outside them to watch."""
     monkeypatch.setenv("PATCHKIT_LOCK_WAIT", "0")
+    parse_each_text_once(monkeypatch)
     # Crash logs go to this test's own temp dir: counted in the shared /tmp, another test run
     # on the machine (a test of the crash handler) was counted as a crash of ours.
     private_tmp = tmp_path / "tmp"
