@@ -42,7 +42,7 @@ test: $(SETUP) ; $(PYTEST) -q -n 2 ## the test suite, on two processes (pytest-x
 apply: $(SETUP) ; $(PATCHKIT) apply --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(if $(TRTLLM_URL),--url="$$TRTLLM_URL") $(if $(THREEWAY),--threeway) ## apply the series as commits on overlay/<target>, all or nothing (TRTLLM, TRTLLM_SRC, TRTLLM_URL, THREEWAY)
 unapply: $(SETUP) ; $(PATCHKIT) unapply --target="$$TRTLLM" --src="$$TRTLLM_SRC" ## return the checkout to where it was before apply (TRTLLM, TRTLLM_SRC)
 check: $(SETUP) ; $(PATCHKIT) check --src="$$TRTLLM_SRC" ## how every target applies to a checkout, changing nothing (TRTLLM_SRC)
-radar: $(SETUP) ; $(PATCHKIT) radar --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(if $(TRTLLM_URL),--url="$$TRTLLM_URL") $(if $(SINCE),--since="$$SINCE") $(if $(UNTIL),--until="$$UNTIL") ## since which upstream commit the set breaks or is fixed upstream; exit 1 when its status changed (TRTLLM, SINCE, UNTIL, TRTLLM_SRC, TRTLLM_URL)
+radar: $(SETUP) ; $(PATCHKIT) radar --target="$$TRTLLM" --src="$$TRTLLM_SRC" --out="$$BUILD/radar" $(if $(TRTLLM_URL),--url="$$TRTLLM_URL") $(if $(SINCE),--since="$$SINCE") $(if $(UNTIL),--until="$$UNTIL") ## since which upstream commit the set breaks or is fixed upstream; exit 1 when its status changed (TRTLLM, SINCE, UNTIL, TRTLLM_SRC, TRTLLM_URL, BUILD)
 miniature: $(SETUP) ; $(PATCHKIT) miniature --dest="$$DEST" $(if $(VARIANT),--variant="$$VARIANT") ## build the miniature upstream (DEST, VARIANT)
 targets: $(SETUP) ; $(PATCHKIT) targets ## list the patch sets
 bench: $(SETUP) ; $(PATCHKIT) bench --workdir="$$BUILD/bench" ## measure cold apply, a full delta, the image build and the waiver step (BUILD)

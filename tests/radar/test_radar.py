@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 
 import pytest
 
@@ -40,14 +41,24 @@ def _sha(repo, subject):
     return sh("git", "-C", repo, "log", "--format=%H", f"--grep={subject}", "-F", "main").stdout.split()[0]
 
 
-def test_radar_names_the_three_commits_in_order_within_budget(history_template, tmp_path, capsys):
-    """A user's full clone: the offset, the reworded context (3-way) and upstream's #20918 fix."""
+def test_check_points_at_radar_which_names_the_three_commits_in_order(history_template, tmp_path, capsys,
+                                                                      monkeypatch):
+    """A user's full clone: make check finds the conflict and prints make radar with the
+    user's values; that line, run as printed, names the offset, the reworded context (3-way)
+    and upstream's #20918 fix, within the probe budget, and leaves the checkout as it was."""
     clone = tmp_path / "trtllm"
     sh("git", "clone", "-q", history_template.as_uri(), clone)
     before = state_of(clone)
-    code, res, _err = _radar(capsys, "--src", clone, "--out", tmp_path / "out")
-    assert code == 1  # the status changed since the set was verified: the nightly job fails
+    monkeypatch.setenv("PATCHKIT_VIA_MAKE", "1")
+    assert main(["check", "--src", str(clone)]) == 3
+    hint = re.search(r"^run: (make radar .+?) \(since which", capsys.readouterr().out, re.M).group(1)
+    assert hint == f"make radar TRTLLM=main TRTLLM_SRC={clone}"
+    build = tmp_path / "build"
+    ran = sh("make", "--no-print-directory", "-C", ROOT, *hint.split()[1:], f"BUILD={build}", check=False)
+    assert ran.returncode == 2 and "verdict: fixed upstream at" in ran.stdout, ran.stderr  # make says 2 for exit 1
     assert state_of(clone) == before
+    res = json.loads((build / "radar" / "main.json").read_text())
+    assert res["changed"] is True and res["schema"] == 1
     assert [r["subject"] for r in res["timeline"]] == [minihistory.OFFSET_SUBJECT, minihistory.REWORD_SUBJECT,
                                                        minihistory.FIX_SUBJECT]
     fix, test = [p["name"] for p in res["patches"]]
@@ -62,9 +73,7 @@ def test_radar_names_the_three_commits_in_order_within_budget(history_template, 
     summary = {p["name"]: p for p in res["patches"]}[fix]
     assert summary["first_offset"] == _sha(clone, "(#20511)")
     assert summary["first_break"] == _sha(clone, "(#20650)") and summary["threeway_at_break"] is True
-    written = json.loads((tmp_path / "out" / "main.json").read_text())
-    assert written["timeline"] == res["timeline"]
-    md = (tmp_path / "out" / "main.md").read_text()
+    md = (build / "radar" / "main.md").read_text()
     assert "(#20918)" in md and md.count("\n|") == 2 + 3  # header, rule, three rows
 
 
@@ -133,3 +142,12 @@ def test_bisection_reports_a_fix_that_upstream_undid():
     assert not found.monotone and len(found.probes) <= bisect.budget(12)
     assert [(c.fixed, c.after < c.at) for c in found.changes] == [(True, True), (False, True)]
     assert found.changes[0].after < 4 <= found.changes[0].at and found.changes[1].after < 9 <= found.changes[1].at
+
+
+def test_apply_on_a_conflict_points_at_radar_with_the_users_values(history_template, tmp_path, capsys):
+    """make apply stops at the fixed-upstream conflict; the way on is make radar, with the same checkout."""
+    clone = tmp_path / "trtllm"
+    sh("git", "clone", "-q", history_template.as_uri(), clone)
+    assert main(["apply", "--target", "main", "--src", str(clone)]) == 3
+    err = capsys.readouterr().err
+    assert f"run: patchkit radar --target main --src {clone} (since which upstream commit" in err

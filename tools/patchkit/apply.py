@@ -154,9 +154,13 @@ def _apply(ps: PatchSet, repo: Repo, cloned: bool, threeway: bool) -> ApplyResul
     if fix is not None and fix.fixed:
         # Our fix must not be stacked on upstream's, not even by a clean 3-way merge.
         raise Conflict(f"{ps.target}: {fix.summary()}; nothing applied; {fix.advice()}",
-                       details=series.drift_report(res.outcomes))
-    res.raise_on_conflict(hint=None if threeway else Hint.run(None, threeway=True),
-                          note=fix.summary() if fix is not None else "")
+                       details=series.drift_report(res.outcomes), hint=Hint.radar(ps.target))
+    try:
+        res.raise_on_conflict(hint=Hint.radar(ps.target) if threeway else Hint.run(None, threeway=True),
+                              note=fix.summary() if fix is not None else "")
+    except Conflict as exc:
+        exc.more = () if threeway else (Hint.radar(ps.target),)
+        raise
     result.outcomes, result.tip, result.waiver = res.outcomes, res.tip, res.extra
     refuse_untracked(repo, res.tip)
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from . import series
 from .delta import upstreamfix
-from .errors import NotFound
+from .errors import Hint, NotFound
 from .git import Repo
 from .model import PatchSet
 from .upstream import base_of
@@ -51,10 +51,17 @@ WORDS = {series.CONFLICT: "conflicts", series.THREEWAY: "needs 3-way", series.UP
          series.APPLIED: "applies cleanly"}  # a probe: nothing was applied
 
 
-def check(sets: list[PatchSet], *, src: Path) -> list[TargetCheck]:
+class Checks(list):
+    """The targets' checks, and what to run next: make radar for each target that conflicts,
+    needs 3-way or is fixed upstream (since which upstream commit?)."""
+
+    hints: list[Hint]
+
+
+def check(sets: list[PatchSet], *, src: Path) -> Checks:
     """Probe each set against its ref in the checkout at src: clean / 3-way / conflict / upstream."""
     repo = Repo.open(src)
-    results = []
+    results: list[TargetCheck] = []
     for ps in sets:
         try:
             _ref, base = base_of(repo, ps)
@@ -73,4 +80,7 @@ def check(sets: list[PatchSet], *, src: Path) -> list[TargetCheck]:
                         for p, m in zip(plain.outcomes, merged.outcomes)]
         fix = upstreamfix.probe(ps, repo, base, outcomes) if upstreamfix.needs_probe(outcomes) else None
         results.append(TargetCheck(ps.target, ps.upstream.ref, base, outcomes, upstream_fix=fix))
-    return results
+    out = Checks(results)
+    out.hints = [Hint.radar(r.target) for r in results
+                 if r.conflicts or any(o.status == series.THREEWAY for o in r.outcomes)]
+    return out

@@ -205,7 +205,8 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
             "(exit 1: its status at UNTIL differs from SINCE's)",
             (TARGET, SRC, URL, arg("--since", "SINCE", "first commit of the range (default: the set's upstream.base)"),
              arg("--until", "UNTIL", "last commit of the range (default: the set's ref)"),
-             arg("--out", None, "where to write <target>.json and <target>.md (default: build/radar)", type=Path)),
+             arg("--out", None, "where to write <target>.json and <target>.md (default: build/radar; make: $(BUILD)/radar)",
+                 type=Path)),
             _radar, render.radar_result,
             "make radar TRTLLM=main SINCE=v1.3.0rc25\npatchkit radar --target main --src build/trtllm-main --since v1.3.0rc25",
             lambda res: _mismatch_unless(not res.changed)),
@@ -339,6 +340,8 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         if exc.details:
             print(exc.details)
+        for more in getattr(exc, "more", ()):
+            print(said.hint(more))
         notes = "".join(f"; {n}" for n in getattr(exc, "__notes__", ()))  # e.g. a restore that failed too
         line = " ".join(f"{said.error(exc)}{notes}".splitlines())  # one line, whatever a message held
         print(f"patchkit: error: {line}", file=sys.stderr)

@@ -38,6 +38,11 @@ class Hint:
         return Hint(command, tuple(settings.items()))
 
     @staticmethod
+    def radar(target: str) -> "Hint":
+        """Since which upstream commit the set's status changed (make radar, issue #18)."""
+        return Hint("radar", (("target", target),), "since which upstream commit the set changed")
+
+    @staticmethod
     def choose(*names: str, also: str = "") -> "Hint":
         """Another value of these settings is needed (the user knows which)."""
         return Hint(None, tuple((n, None) for n in names), also)
@@ -53,8 +58,9 @@ class UserError(Exception):
     code: ExitCode = ExitCode.USAGE
 
     def __init__(self, message: str, code: ExitCode | None = None, details: str = "", *,
-                 hint: Hint | None = None, setting: str | None = None) -> None:
+                 hint: Hint | None = None, setting: str | None = None, more: tuple[Hint, ...] = ()) -> None:
         super().__init__(message)
+        self.more = more  # further ways on, said on stdout after the details (e.g. make radar)
         self.details = details  # a longer report for stdout (e.g. drift), printed before the line
         self.hint = hint
         self.setting = setting
