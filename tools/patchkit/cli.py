@@ -24,7 +24,7 @@ from .container import build as cbuild
 from .delta import command as delta_cmd
 from .git import GitError, Repo
 from .pr import branch as pr_branch, dco, export as export_mod
-from .radar import command as radar_cmd
+from .radar import bench as radar_bench, command as radar_cmd
 from .upstream import base_of, obtain
 from .waives import report as waiver_report
 from .errors import CommandError, ExitCode, UserError
@@ -187,7 +187,7 @@ def _radar(root, args):
 def _bench(root, args):
     work = args.workdir.resolve()
     return [bench.clone_bench(root, work, args.files, args.commits), bench.delta_bench(root, work),
-            bench.container_bench(root, work), bench.waiver_bench(root, work)]
+            bench.container_bench(root, work), bench.waiver_bench(root, work), radar_bench.radar_bench(root, work)]
 
 
 COMMANDS: dict[str, Command] = {c.name: c for c in (
@@ -262,7 +262,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
             "make miniature DEST=/tmp/mini\npatchkit miniature --dest /tmp/mini"),
     Command("targets", "list the patch sets", (), lambda root, args: [patchset.load(root, t) for t in patchset.targets(root)],
             render.targets, "make targets\npatchkit targets"),
-    Command("bench", "measure the cold start by clone method, the delta, the image build, the waiver step",
+    Command("bench", "measure the cold start by clone method, the delta, the image build, the waiver step, the radar",
             (WORKDIR, arg("--files", None, "files of the generated upstream (default 15,000)", type=int),
              arg("--commits", None, "commits of the generated upstream (default 5,000)", type=int)),
             _bench, render.bench_results, "make bench\npatchkit bench --workdir build/bench"),

@@ -170,6 +170,11 @@ def clone_bench(b) -> str:
     return render(b)
 
 
+def radar_bench(b) -> str:
+    from .radar.bench import render  # the radar's line lives with its measurement
+    return render(b)
+
+
 def waiver_bench(b: WaiverBench) -> str:
     verdict = "under" if b.seconds < b.target_seconds else "OVER"
     return (f"waiver step on a {b.lines:,}-line waives.txt and {b.test_files:,} test files: {b.seconds:.2f} s "
@@ -194,7 +199,7 @@ def miniature_result(r) -> str:
 
 def bench_results(results) -> str:
     by_kind = {"CloneBench": clone_bench, "DeltaBench": delta_bench, "ContainerBench": container_bench,
-               "WaiverBench": waiver_bench, "str": str}
+               "WaiverBench": waiver_bench, "RadarBench": radar_bench, "str": str}
     return "\n".join(by_kind[type(b).__name__](b) for b in results)
 
 
