@@ -1,6 +1,6 @@
 """Cold start (#12): a cold apply from a URL fetches one commit's worth, history only on demand.
 
-The upstream here is generated as make bench generates its own (benchgen), smaller, but with
+The upstream here is generated as make bench generates its own (bench.generate), smaller, but with
 real history: hundreds of commits over a tree of directories, with the miniature's commits
 laid in. What was fetched is read from the packs git received (everything we write ourselves
 is a loose object), so the tests count objects a user's disk would hold.
@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from patchkit import apply as apply_mod, benchgen, patchset, series
+from patchkit import apply as apply_mod, patchset, series
+from patchkit.bench import generate
 from helpers import ROOT, copy_root, sh
 
 UTIL = "tensorrt_llm/_torch/pyexecutor/_util.py"
-SHAPE = benchgen.Shape(files=400, dirs=60, commits=300, binaries=1, binary_mib=0.25)
+SHAPE = generate.Shape(files=400, dirs=60, commits=300, binaries=1, binary_mib=0.25)
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +28,7 @@ def generated(tmp_path_factory):
     old = dict(os.environ)
     os.environ.update(HOME=str(tmp_path_factory.mktemp("genhome")), GIT_CONFIG_NOSYSTEM="1")
     try:
-        benchgen.generate(ROOT, dest, SHAPE)
+        generate.generate(ROOT, dest, SHAPE)
     finally:
         os.environ.clear()
         os.environ.update(old)
@@ -172,16 +173,16 @@ def test_a_later_apply_on_the_same_clone_fetches_only_its_own_ref(generated, tmp
 def test_bench_reports_the_cold_apply_at_the_limit_and_the_old_clone_above_it(tmp_path):
     """make bench's own numbers: the clone apply makes now receives exactly the limit's objects
     (one commit, its trees, the set's blobs), the old one history, the full clone everything."""
-    from patchkit import fetchbench
-    shape = benchgen.Shape(files=300, dirs=50, commits=200, binaries=1, binary_mib=0.25)
-    b = fetchbench.clone_bench(ROOT, tmp_path / "bench", shape, targets=("main",))
-    now, before, full = (b.run("main", m) for m in (fetchbench.NOW, fetchbench.BEFORE, fetchbench.FULL))
+    from patchkit.bench import clone as cold, report
+    shape = generate.Shape(files=300, dirs=50, commits=200, binaries=1, binary_mib=0.25)
+    b = cold.clone_bench(ROOT, tmp_path / "bench", shape, targets=("main",))
+    now, before, full = (b.run("main", m) for m in (cold.NOW, cold.BEFORE, cold.FULL))
     limit = b.limits[0]
     assert now.objects == limit.objects
     assert now.received_bytes < limit.received_bytes * 1.05
     assert before.objects > 10 * now.objects and full.objects > before.objects
-    assert b.ratio("main") < b.ratio("main", fetchbench.BEFORE) < 1
-    text = fetchbench.render(b)
+    assert b.ratio("main") < b.ratio("main", cold.BEFORE) < 1
+    text = report.clone_bench(b)
     assert "limit: 1 commit, its trees, the set's blobs" in text and "steps of the cold apply now: cloning main" in text
 
 

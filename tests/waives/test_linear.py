@@ -3,7 +3,7 @@
 Regression: apply took 0.9 s with 4k extra waives.txt lines, 9.9 s with 16k and 58 s with
 32k. Counting the Python lines executed (not seconds: the machine is shared) for an input and
 for one twice its size tells linear from quadratic work: the ratio is about 2, not about 4.
-The timed figure is `make bench` (patchkit.waives.bench).
+The timed figure is `make bench` (patchkit.bench.waivers).
 """
 from __future__ import annotations
 
@@ -69,8 +69,8 @@ def test_parsing_and_matching_are_linear():
 
 def test_the_waiver_bench_runs_the_real_step_on_a_grown_upstream(tmp_path):
     """make bench's waiver figure comes from the apply code path on a file of the size asked for."""
-    from patchkit.render import waiver_bench as render_waiver_bench
-    from patchkit.waives.bench import waiver_bench
+    from patchkit.bench.report import waiver_bench as render_waiver_bench
+    from patchkit.bench.waivers import waiver_bench
     from helpers import ROOT
     b = waiver_bench(ROOT, tmp_path, lines=3000, files=150, repeat=1)
     mini = ROOT / "tests/fixtures/miniature/base/tests/unittest/_torch/executor"

@@ -24,7 +24,7 @@ from .container import build as cbuild
 from .delta import command as delta_cmd
 from .git import GitError, Repo
 from .pr import branch as pr_branch, dco, export as export_mod
-from .radar import bench as radar_bench, command as radar_cmd
+from .radar import command as radar_cmd
 from .upstream import base_of, obtain
 from .waives import report as waiver_report
 from .errors import CommandError, ExitCode, UserError
@@ -186,8 +186,7 @@ def _radar(root, args):
 
 def _bench(root, args):
     work = args.workdir.resolve()
-    return [bench.clone_bench(root, work, args.files, args.commits), bench.delta_bench(root, work),
-            bench.container_bench(root, work), bench.waiver_bench(root, work), radar_bench.radar_bench(root, work)]
+    return bench.run(root, work, bench.Options(files=args.files, commits=args.commits))
 
 
 COMMANDS: dict[str, Command] = {c.name: c for c in (
@@ -205,8 +204,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
             "(exit 1: its status at UNTIL differs from SINCE's)",
             (TARGET, SRC, URL, arg("--since", "SINCE", "first commit of the range (default: the set's upstream.base)"),
              arg("--until", "UNTIL", "last commit of the range (default: the set's ref)"),
-             arg("--out", None, "where to write <target>.json and <target>.md (default: build/radar; make: $(BUILD)/radar)",
-                 type=Path)),
+             arg("--out", None, "where to write <target>.json and <target>.md (default: build/radar)", type=Path)),
             _radar, render.radar_result,
             "make radar TRTLLM=main SINCE=v1.3.0rc25\npatchkit radar --target main --src build/trtllm-main --since v1.3.0rc25",
             lambda res: _mismatch_unless(not res.changed)),
@@ -265,7 +263,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
     Command("bench", "measure the cold start by clone method, the delta, the image build, the waiver step, the radar",
             (WORKDIR, arg("--files", None, "files of the generated upstream (default 15,000)", type=int),
              arg("--commits", None, "commits of the generated upstream (default 5,000)", type=int)),
-            _bench, render.bench_results, "make bench\npatchkit bench --workdir build/bench"),
+            _bench, bench.render, "make bench\npatchkit bench --workdir build/bench"),
     Command("demo", "run the main job on the miniature upstream",
             (WORKDIR, arg("--signoff", "SIGNOFF", "'Name <email>' for the demo's PR branch (default: git config)")),
             lambda root, args: demo.run(root, args.workdir.resolve(), args.signoff), render.demo_result,
@@ -340,8 +338,6 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         if exc.details:
             print(exc.details)
-        for more in getattr(exc, "more", ()):
-            print(said.hint(more))
         notes = "".join(f"; {n}" for n in getattr(exc, "__notes__", ()))  # e.g. a restore that failed too
         line = " ".join(f"{said.error(exc)}{notes}".splitlines())  # one line, whatever a message held
         print(f"patchkit: error: {line}", file=sys.stderr)

@@ -150,38 +150,6 @@ def waivers_result(r: WaiverReport) -> str:
     return "\n".join(lines)
 
 
-def delta_bench(b) -> str:
-    from .fetchbench import short_step
-    verdict = "under" if b.seconds < b.target_seconds else "OVER"
-    return (f"source-mode delta {b.target} (both trees, {b.cases} cases each): {b.seconds:.2f} s "
-            f"({verdict} the {b.target_seconds:.0f} s target)\n  steps: "
-            + "; ".join(f"{short_step(name)} {s:.2f} s" for name, s in b.steps))
-
-
-def container_bench(b) -> str:
-    if isinstance(b, str):
-        return b
-    return (f"[{b.driver} storage] patched image from a small base: {b.small_seconds:6.2f} s; from a {b.big_base_mb} MiB base: "
-            f"{b.big_seconds:6.2f} s (ratio {b.ratio:.1f}x); patched layer {b.layer_bytes / 1024:.1f} KiB")
-
-
-def clone_bench(b) -> str:
-    from .fetchbench import render  # the cold start's table lives with its measurement (fetchbench)
-    return render(b)
-
-
-def radar_bench(b) -> str:
-    from .radar.bench import render  # the radar's line lives with its measurement
-    return render(b)
-
-
-def waiver_bench(b: WaiverBench) -> str:
-    verdict = "under" if b.seconds < b.target_seconds else "OVER"
-    return (f"waiver step on a {b.lines:,}-line waives.txt and {b.test_files:,} test files: {b.seconds:.2f} s "
-            f"(cpu {b.cpu_seconds:.2f} s; {verdict} the {b.target_seconds:.0f} s target); "
-            f"{b.removed} line(s) narrowed into {b.added}")
-
-
 def demo_result(r) -> str:
     out = [f"miniature upstream: {r.upstream}"]
     for title, kind, result in r.sections:
@@ -195,12 +163,6 @@ def targets(sets) -> str:
 
 def miniature_result(r) -> str:
     return f"miniature upstream at {r.path} (tag {r.tag}, branch {r.branch}" + (f", variant {r.variant})" if r.variant else ")")
-
-
-def bench_results(results) -> str:
-    by_kind = {"CloneBench": clone_bench, "DeltaBench": delta_bench, "ContainerBench": container_bench,
-               "WaiverBench": waiver_bench, "RadarBench": radar_bench, "str": str}
-    return "\n".join(by_kind[type(b).__name__](b) for b in results)
 
 
 def pr_result(r) -> str:

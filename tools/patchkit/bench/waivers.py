@@ -16,7 +16,7 @@ from pathlib import Path
 from .. import miniature, patchset, progress
 from ..git import Repo
 from ..model import TEST_DB, WAIVES_FILE
-from .edit import compute, read_waives
+from ..waives.edit import compute, read_waives
 
 TAG = "v1.3.0rc25"
 

@@ -1,6 +1,6 @@
 """make bench, the radar: make radar over the bench's generated upstream, with a long history.
 
-On the generated upstream (benchgen: 15,000 files, 5,000 commits, the miniature laid in),
+On the generated upstream (generate.py: 15,000 files, 5,000 commits, the miniature laid in),
 COMMITS more commits go on main: each changes a few generated files, a few hundred change the
 set's files (the patched module far below the hunk, the waiver file), one shifts the patched
 method (offset), and one, at a known place, lands upstream's own form of the fix. Then make
@@ -16,10 +16,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import benchgen, miniature, minihistory, patchset, progress
+from .. import miniature, minihistory, patchset, progress
 from ..git import Repo, clone
+from ..radar import command
 from ..upstream import obtain
-from . import command
+from . import generate
 
 COMMITS = 5_000
 SET_TOUCHES = 300  # commits of those that change the set's files
@@ -50,7 +51,7 @@ def radar_bench(root: Path, workdir: Path, target: str = "main") -> RadarBench:
     base = workdir / "upstream.git"
     if not base.exists():  # the clone bench's upstream, when it ran first
         with progress.step("generating an upstream of 15,000 files and 5,000 commits"):
-            benchgen.generate(root, base)
+            generate.generate(root, base)
     up = workdir / "radar-upstream.git"
     if up.exists():
         shutil.rmtree(up)

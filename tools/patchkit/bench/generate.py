@@ -20,8 +20,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from . import miniature
-from .git import Repo, init
+from .. import miniature
+from ..git import Repo, init
 
 # Where generated directories hang: shared with the miniature's layout, but never one of the
 # directories that hold the miniature's files (nothing generated lands among them).

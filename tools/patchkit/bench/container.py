@@ -1,12 +1,6 @@
-"""make bench: the cold start by clone method, a full source-mode delta, the patched image
-build, the waiver step at scale.
-
-The clone upstream is generated with real proportions (benchgen: 15,000 files, 5,000
-commits, a few large binaries, the miniature laid in); fetchbench measures it.
-"""
+"""make bench: the build time of the patched image from a small and from a ~1 GiB base."""
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import shutil
@@ -14,49 +8,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import benchgen, fetchbench, miniature, patchset, proc, progress
-from .container import build as cbuild
-from .container.bases import make_base
-from .delta import command as delta_cmd
-from .git import Repo
-from .waives.bench import waiver_bench  # noqa: F401 (make bench runs it)
-
-
-def clone_bench(root: Path, workdir: Path, files: int | None = None, commits: int | None = None) -> fetchbench.CloneBench:
-    """The cold start by clone method, on a generated upstream (fetchbench); files and commits
-    override the generated upstream's real proportions (benchgen.Shape)."""
-    shape = benchgen.Shape(**{k: v for k, v in (("files", files), ("commits", commits)) if v})
-    if files:  # keep about ten files a directory
-        shape = dataclasses.replace(shape, dirs=max(len(benchgen.ATTACH) + 1, files // 9))
-    return fetchbench.clone_bench(root, workdir, shape)
-
-
-@dataclass(frozen=True)
-class DeltaBench:
-    target: str
-    seconds: float
-    cases: int
-    target_seconds: float = 1.0
-    steps: tuple[tuple[str, float], ...] = ()
-
-
-def delta_bench(root: Path, workdir: Path, target: str = "rc25", repeat: int = 3) -> DeltaBench:
-    """Wall time of a full source-mode delta (both trees) on the miniature; best of `repeat`."""
-    up = workdir / "delta-upstream"
-    workdir.mkdir(parents=True, exist_ok=True)
-    if not up.exists():
-        miniature.build(root, up)
-    ps = patchset.load(root, target)
-    best, cases, best_steps = float("inf"), 0, []
-    for i in range(repeat):
-        with progress.timings() as steps, progress.step(f"measuring: source-mode delta {target} ({i + 1}/{repeat})"):
-            t0 = time.perf_counter()
-            res = delta_cmd.delta(ps, repo=Repo(up), mode="source", report=workdir / "delta.json")
-            seconds = time.perf_counter() - t0
-        if seconds < best:
-            best, best_steps = seconds, [s for s in steps if not s[0].startswith("measuring")]
-        cases = res.unpatched["passed"] + res.unpatched["failed"]
-    return DeltaBench(target, best, cases, steps=tuple(best_steps))
+from .. import miniature, patchset, proc, progress
+from ..container import build as cbuild
+from ..container.bases import make_base
+from ..git import Repo
 
 
 @dataclass(frozen=True)

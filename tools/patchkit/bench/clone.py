@@ -1,6 +1,6 @@
 """make bench, the cold start: what a cold apply of each target costs, by clone method.
 
-On an upstream generated with real proportions (benchgen), for each target: a full clone,
+On an upstream generated with real proportions (generate.py), for each target: a full clone,
 the blobless clone with the ref's history that apply made before #12, the clone apply makes
 now (one commit, its trees, the set's blobs), and tree:0 with lazy fetches for comparison;
 each followed by the apply itself. Reported per run: wall time, bytes on disk (the whole
@@ -18,9 +18,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import apply as apply_mod, benchgen, patchset, progress
-from .git import Identity, Repo, Sha, clone, partial_clone
-from .model import PatchSet
+from .. import apply as apply_mod, patchset, progress
+from ..git import Identity, Repo, Sha, clone, partial_clone
+from ..model import PatchSet
+from . import generate
 
 GOAL = 0.005  # a cold apply receives at most 0.5 % of a full clone's bytes
 TARGETS = ("rc25", "main")
@@ -82,7 +83,7 @@ def _cpu() -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
-def clone_bench(root: Path, workdir: Path, shape: benchgen.Shape = benchgen.Shape(),
+def clone_bench(root: Path, workdir: Path, shape: generate.Shape = generate.Shape(),
                 targets: tuple[str, ...] = TARGETS) -> CloneBench:
     """Generate the upstream under workdir, then cold-apply each target by each method."""
     if workdir.exists():
@@ -90,7 +91,7 @@ def clone_bench(root: Path, workdir: Path, shape: benchgen.Shape = benchgen.Shap
     workdir.mkdir(parents=True)
     cpu0 = _cpu()
     with progress.step(f"generating an upstream of {shape.files:,} files and {shape.commits:,} commits"):
-        gen = benchgen.generate(root, workdir / "upstream.git", shape)
+        gen = generate.generate(root, workdir / "upstream.git", shape)
     bench = CloneBench(gen.files, gen.dirs, gen.commits, gen.seconds, _cpu() - cpu0)
     url, up = gen.path.as_uri(), Repo(gen.path)
 
@@ -128,6 +129,15 @@ def clone_bench(root: Path, workdir: Path, shape: benchgen.Shape = benchgen.Shap
     if "main" in targets:
         _threeway_runs(bench, root, workdir, up, url)
     return bench
+
+
+def sized(root: Path, workdir: Path, files: int | None = None, commits: int | None = None) -> CloneBench:
+    """The cold start by clone method, on a generated upstream (clone_bench); files and commits
+    override the generated upstream's real proportions (generate.Shape)."""
+    shape = generate.Shape(**{k: v for k, v in (("files", files), ("commits", commits)) if v})
+    if files:  # keep about ten files a directory
+        shape = dataclasses.replace(shape, dirs=max(len(generate.ATTACH) + 1, files // 9))
+    return clone_bench(root, workdir, shape)
 
 
 def _threeway_runs(bench: CloneBench, root: Path, workdir: Path, up: Repo, url: str) -> None:
@@ -175,44 +185,3 @@ def drift(up: Repo, ps: PatchSet, ref: str) -> tuple[Sha, Sha] | None:
                 up.update_ref(f"refs/heads/{ref}", new, old)
                 return old, new
     return None
-
-
-def _size(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)
-
-
-def short_step(step: str) -> str:
-    """'cloning main from file:///...' -> 'cloning main'; 'patch 1/2: 0001-...' -> 'patch 1/2'."""
-    return step.split(" from ")[0].split(": ")[0].split(" (")[0]
-
-
-def render(b: CloneBench) -> str:
-    from .render import table
-    lines = [f"upstream: {b.files:,} files in {b.dirs:,} directories, {b.commits:,} commits; "
-             f"generated in {b.generate_seconds:.1f} s ({b.generate_cpu_seconds:.1f} s CPU)"]
-    rows = []
-    for target in sorted({r.target for r in b.runs}, key=lambda t: TARGETS.index(t) if t in TARGETS else 99):
-        for r in (x for x in b.runs if x.target == target):
-            rows.append((target, r.method, f"{r.seconds:.2f}", _size(r.disk_bytes), _size(r.received_bytes),
-                         f"{r.objects:,}", f"{100 * b.ratio(target, r.method):.2f} %", r.outcome))
-        lim = next(x for x in b.limits if x.target == target)
-        full = b.run(target, FULL).received_bytes
-        rows.append((target, "limit: 1 commit, its trees, the set's blobs", "", "", _size(lim.received_bytes),
-                     f"{lim.objects:,}", f"{100 * lim.received_bytes / max(full, 1):.2f} %"))
-    lines.append(table(rows, ("target", "cold apply by", "wall s", "on disk", "received", "objects", "of full clone", "")))
-    for target in sorted({r.target for r in b.runs}):
-        r = b.run(target, NOW)
-        inner = [(short_step(name), s) for name, s in r.steps if not name.startswith("measuring")]
-        rest = r.seconds - sum(s for _, s in inner)
-        lines.append(f"{target}, steps of the cold apply now: "
-                     + "; ".join(f"{name} {s:.2f} s" for name, s in inner + [("the rest", rest)]))
-    verdict = "met" if b.goal_met else "NOT met"
-    worst = max(b.ratio(r.target, r.method) for r in b.runs if r.method in (NOW, THREEWAY_BASE))
-    lines.append(f"goal: a cold apply (THREEWAY too, with its base on demand) receives at most {100 * b.goal:.1f} % "
-                 f"of a full clone's bytes: {verdict} "
-                 f"(worst {100 * worst:.2f} %)")
-    return "\n".join(lines)

@@ -1,0 +1,44 @@
+"""make bench: everything it measures and generates, and how it reports.
+
+Each section is a module here that measures one thing and returns its result (a dataclass,
+or a str saying why it was skipped); report.py renders each kind of result:
+- clone.py: the cold start by clone method, on an upstream that generate.py makes with real
+  proportions (15,000 files, 5,000 commits, a few large binaries, the miniature laid in);
+- delta.py: a full source-mode delta on the miniature;
+- container.py: the patched image build from a small base and from a 1 GiB one;
+- waivers.py: the waiver step on a 100,000-line waives.txt;
+- radar.py: make radar, cold, over 5,000 more commits of the generated upstream.
+A new section: its module, its renderer in report.RENDER, and its line in SECTIONS.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import clone, container, delta, radar, report, waivers
+
+
+@dataclass(frozen=True)
+class Options:
+    files: int | None = None  # of the generated upstream (default: its real proportions)
+    commits: int | None = None
+
+
+# What make bench measures, in order: (root, workdir, options) -> a result.
+SECTIONS: tuple[Callable[[Path, Path, Options], Any], ...] = (
+    lambda root, work, opt: clone.sized(root, work, opt.files, opt.commits),
+    lambda root, work, opt: delta.delta_bench(root, work),
+    lambda root, work, opt: container.container_bench(root, work),
+    lambda root, work, opt: waivers.waiver_bench(root, work),
+    lambda root, work, opt: radar.radar_bench(root, work),
+)
+
+
+def run(root: Path, workdir: Path, options: Options = Options()) -> list[Any]:
+    """Every section's result, in order."""
+    return [section(root, workdir, options) for section in SECTIONS]
+
+
+render = report.results

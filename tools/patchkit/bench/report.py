@@ -1,0 +1,81 @@
+"""How make bench reports: one block of text per section's result (--json: the results)."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..render import table
+from .clone import FULL, NOW, TARGETS, THREEWAY_BASE, CloneBench
+from .container import ContainerBench
+from .delta import DeltaBench
+from .waivers import WaiverBench
+from . import radar
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def short_step(step: str) -> str:
+    """'cloning main from file:///...' -> 'cloning main'; 'patch 1/2: 0001-...' -> 'patch 1/2'."""
+    return step.split(" from ")[0].split(": ")[0].split(" (")[0]
+
+
+def clone_bench(b: CloneBench) -> str:
+    lines = [f"upstream: {b.files:,} files in {b.dirs:,} directories, {b.commits:,} commits; "
+             f"generated in {b.generate_seconds:.1f} s ({b.generate_cpu_seconds:.1f} s CPU)"]
+    rows = []
+    for target in sorted({r.target for r in b.runs}, key=lambda t: TARGETS.index(t) if t in TARGETS else 99):
+        for r in (x for x in b.runs if x.target == target):
+            rows.append((target, r.method, f"{r.seconds:.2f}", _size(r.disk_bytes), _size(r.received_bytes),
+                         f"{r.objects:,}", f"{100 * b.ratio(target, r.method):.2f} %", r.outcome))
+        lim = next(x for x in b.limits if x.target == target)
+        full = b.run(target, FULL).received_bytes
+        rows.append((target, "limit: 1 commit, its trees, the set's blobs", "", "", _size(lim.received_bytes),
+                     f"{lim.objects:,}", f"{100 * lim.received_bytes / max(full, 1):.2f} %"))
+    lines.append(table(rows, ("target", "cold apply by", "wall s", "on disk", "received", "objects", "of full clone", "")))
+    for target in sorted({r.target for r in b.runs}):
+        r = b.run(target, NOW)
+        inner = [(short_step(name), s) for name, s in r.steps if not name.startswith("measuring")]
+        rest = r.seconds - sum(s for _, s in inner)
+        lines.append(f"{target}, steps of the cold apply now: "
+                     + "; ".join(f"{name} {s:.2f} s" for name, s in inner + [("the rest", rest)]))
+    verdict = "met" if b.goal_met else "NOT met"
+    worst = max(b.ratio(r.target, r.method) for r in b.runs if r.method in (NOW, THREEWAY_BASE))
+    lines.append(f"goal: a cold apply (THREEWAY too, with its base on demand) receives at most {100 * b.goal:.1f} % "
+                 f"of a full clone's bytes: {verdict} "
+                 f"(worst {100 * worst:.2f} %)")
+    return "\n".join(lines)
+
+
+def delta_bench(b: DeltaBench) -> str:
+    verdict = "under" if b.seconds < b.target_seconds else "OVER"
+    return (f"source-mode delta {b.target} (both trees, {b.cases} cases each): {b.seconds:.2f} s "
+            f"({verdict} the {b.target_seconds:.0f} s target)\n  steps: "
+            + "; ".join(f"{short_step(name)} {s:.2f} s" for name, s in b.steps))
+
+
+def container_bench(b: ContainerBench | str) -> str:
+    if isinstance(b, str):
+        return b
+    return (f"[{b.driver} storage] patched image from a small base: {b.small_seconds:6.2f} s; from a {b.big_base_mb} MiB base: "
+            f"{b.big_seconds:6.2f} s (ratio {b.ratio:.1f}x); patched layer {b.layer_bytes / 1024:.1f} KiB")
+
+
+def waiver_bench(b: WaiverBench) -> str:
+    verdict = "under" if b.seconds < b.target_seconds else "OVER"
+    return (f"waiver step on a {b.lines:,}-line waives.txt and {b.test_files:,} test files: {b.seconds:.2f} s "
+            f"(cpu {b.cpu_seconds:.2f} s; {verdict} the {b.target_seconds:.0f} s target); "
+            f"{b.removed} line(s) narrowed into {b.added}")
+
+
+# Each section's result, as text; a section skipped says why (a str).
+RENDER = {CloneBench: clone_bench, DeltaBench: delta_bench, ContainerBench: container_bench, WaiverBench: waiver_bench,
+          radar.RadarBench: radar.render, str: str}
+
+
+def results(results: list[Any]) -> str:
+    return "\n".join(RENDER[type(b)](b) for b in results)
