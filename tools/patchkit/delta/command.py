@@ -24,19 +24,6 @@ def default_mode() -> str:
     return "container" if importlib.util.find_spec("tensorrt_llm") else "source"
 
 
-def source_modules(ps: PatchSet) -> list[str]:
-    """The dotted modules of the package that the set's non-test patches change."""
-    mods = []
-    for patch in ps.patches:
-        if patch.tests_only:
-            continue
-        for path in patch.paths:
-            p = PurePosixPath(path)
-            if p.parts[0] == ps.container.package and p.suffix == ".py":
-                mods.append(".".join(p.with_suffix("").parts))
-    return sorted(set(mods))
-
-
 @dataclass
 class DeltaResult:
     target: str
@@ -110,7 +97,7 @@ def delta(ps: PatchSet, *, repo: Repo, mode: str, report: Path, runner: Runner |
             return _fixed_upstream(ps, mode, ref, base, report, *measured)
         pre.raise_on_conflict(f" to {base[:12]}", f"; {measured[0].summary()}" if measured else "")
     with scratch.folder("delta") as work:
-        paths = existing_paths(repo, base, ps, sorted(set(ps.touched_paths) | set(tests)))
+        paths = trees.existing_paths(repo, base, ps, sorted(set(ps.touched_paths) | set(tests)))
         if mode == "container":  # the image's installed package is under test, not a copy in the tree
             paths = [p for p in paths if PurePosixPath(p).parts[0] != ps.container.package]
         missing = [t for t in tests if t not in paths]
@@ -124,7 +111,7 @@ def delta(ps: PatchSet, *, repo: Repo, mode: str, report: Path, runner: Runner |
         if not tests:
             raise BadInput(f"none of the {ps.target} set's tests exists at {ref}: {', '.join(missing)}")
         with progress.step(f"running {len(tests)} test file(s) in both trees ({mode} mode)"):
-            unpatched, patched = runner.run(jobs, tests, source_modules(ps))
+            unpatched, patched = runner.run(jobs, tests, trees.source_modules(ps))
         junit = {}
         for run in (unpatched, patched):
             if run.junit:
@@ -170,15 +157,3 @@ def _fixed_upstream(ps: PatchSet, mode: str, ref: str, base: str, report: Path,
                          dict(asdict(fix), summary=fix.summary(), advice=fix.advice(), probe_mode=upstreamfix.MODE))
     report.write_text(json.dumps(asdict(result), indent=2, sort_keys=True) + "\n")
     return result
-
-
-def existing_paths(repo: Repo, base: str, ps: PatchSet, paths: list[str]) -> list[str]:
-    """The paths to archive: the given ones and the pytest configuration on their way, as far
-    as they exist after the series (git archive refuses a pathspec that matches nothing)."""
-    wanted = set(paths)
-    for t in paths:  # the conftest.py and pytest.ini that pytest would read on the way to a test
-        parts = PurePosixPath(t).parts
-        wanted |= {"/".join(parts[:i] + (f,)) for i in range(len(parts)) for f in ("conftest.py", "pytest.ini")}
-    at_base = {name for _m, _t, name in repo.ls_tree(base, "", recursive=True) if name in wanted}
-    added = {fc.path for p in ps.patches for fc in p.files if fc.added}
-    return sorted(at_base | (added & set(paths)))

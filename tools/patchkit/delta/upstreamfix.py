@@ -16,7 +16,7 @@ from pathlib import Path, PurePosixPath
 from .. import scratch, series
 from ..git import Repo, Sha
 from ..model import PatchSet
-from . import command, compare, trees
+from . import compare, trees
 from .run import Job, Runner, SourceRunner, TreeRun
 
 MODE = "source"  # the probe runs where check and apply run: on any CPU machine
@@ -89,7 +89,7 @@ def measure(ps: PatchSet, repo: Repo, base: Sha, outcomes: Sequence[series.Outco
     touched = sorted({p for o in outcomes if o.patch.name in retire for p in o.patch.paths})
     last = repo.log_paths(base, touched, 1) if touched else []
     present = {name for _m, _t, name in repo.ls_tree(res.tip, "", recursive=True)}
-    paths = [p for p in command.existing_paths(repo, base, ps, sorted(set(ps.touched_paths) | set(tests)))
+    paths = [p for p in trees.existing_paths(repo, base, ps, sorted(set(ps.touched_paths) | set(tests)))
              if p in present]
     runnable = [t for t in tests if t in present]
 
@@ -104,7 +104,7 @@ def measure(ps: PatchSet, repo: Repo, base: Sha, outcomes: Sequence[series.Outco
         tree.mkdir()
         out.mkdir()
         trees.archive(repo, res.tip, tree, paths)
-        [run] = (runner or SourceRunner()).run([Job("unpatched", tree, out)], runnable, command.source_modules(ps))
+        [run] = (runner or SourceRunner()).run([Job("unpatched", tree, out)], runnable, trees.source_modules(ps))
     invalid = compare.validity(run)
     declared = (ps.expected or {}).get(MODE, {})
     counts, failing = [], []
