@@ -13,9 +13,9 @@ import unidiff
 
 from . import schema as S
 from .errors import BadInput, NotFound
-from .git import check_ref_format
 from .model import (TEST_DB, ChecklistAnswer, Container, FileChange, Hunk, Patch, PatchSet, PrIntent, Status, Tests, Upstream,
                     WaiverIntent)
+from .names import ref_format_ok
 
 METADATA = "patchset.yaml"
 _SUBJECT_PREFIX = re.compile(r"^\[PATCH[^\]]*\]\s*")
@@ -72,7 +72,7 @@ def load(root: Path, target: str) -> PatchSet:
     branch = meta.get("branch") or f"overlay/{target}"
     check_branch_name(branch, f"{where}: branch")
     ref = meta["upstream"]["ref"]
-    if ref.startswith("-") or not check_ref_format(ref if ref.startswith("refs/") else f"refs/tags/{ref}"):
+    if ref.startswith("-") or not ref_format_ok(ref if ref.startswith("refs/") else f"refs/tags/{ref}"):
         raise BadInput(f"{where}: upstream.ref: {ref[:100]!r} is not a valid ref name")
 
     patches = []
@@ -129,7 +129,7 @@ def _load_pr(data: Any, where: str) -> PrIntent:
 
 def check_branch_name(branch: str, where: str) -> None:
     """A branch name git accepts, that can never be read as an option."""
-    if branch.startswith("-") or not check_ref_format(f"refs/heads/{branch}"):
+    if branch.startswith("-") or not ref_format_ok(f"refs/heads/{branch}"):
         raise BadInput(f"{where}: {branch[:100]!r} is not a valid branch name")
 
 
