@@ -1,8 +1,9 @@
-"""The rules of the house, enforced: one git facade (the git/ package), one subprocess chokepoint (proc.py).
+"""The rules of the house, enforced: one git facade (the git/ package), one subprocess chokepoint
+(proc.py), the model free of git, no import circles, no module over 500 lines.
 
-Issue #10: 41 git command lines in 10 modules bypassed the facade. These tests read every
-module of the package (its syntax tree, so comments and docstrings do not count) and fail on
-the line that breaks a rule.
+Issue #10: 41 git command lines in 10 modules bypassed the facade; issue #19: two import
+circles and the model importing git. These tests read every module of the package (its syntax
+tree, so comments and docstrings do not count) and fail on the line or the import that breaks a rule.
 """
 from __future__ import annotations
 
@@ -76,3 +77,110 @@ def test_the_checker_sees_each_kind_of_breach():
     assert violations("import subprocess\n", CHOKEPOINT) == []
     assert violations("import git\n", GIT_FACADE + "runner.py") == []
     assert violations('"""Talks to git through the facade."""\nfrom .git import Repo\n', "x.py") == []
+
+
+# -- the package's import graph: the model free of git, no circles, no module over 500 lines --------
+MODEL = ("model", "patchset", "schema", "identity", "names")  # the domain types and loading a set
+MAX_LINES = 500
+
+
+def module_name(path: Path) -> str:
+    parts = ("patchkit",) + path.relative_to(PACKAGE).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(source: str, name: str, is_package: bool, known: set[str]) -> set[str]:
+    """The package's modules that this module imports (anywhere in it, lazy imports too). A name
+    imported from a package counts as its submodule when there is one, else as the package."""
+    found = set()
+    here = name if is_package else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.split(".")[0] == "patchkit"}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here.rsplit(".", node.level - 1)[0] if node.level > 1 else here
+                target = f"{base}.{node.module}" if node.module else base
+            elif node.module and node.module.split(".")[0] == "patchkit":
+                target = node.module
+            else:
+                continue
+            for a in node.names:
+                found.add(f"{target}.{a.name}" if f"{target}.{a.name}" in known else target)
+    return found & known
+
+
+def import_graph(sources: dict[str, tuple[str, bool]]) -> dict[str, set[str]]:
+    known = set(sources)
+    return {name: imports(src, name, pkg, known) - {name} for name, (src, pkg) in sources.items()}
+
+
+def package_sources() -> dict[str, tuple[str, bool]]:
+    return {module_name(p): (p.read_text(), p.name == "__init__.py") for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        for nxt in graph.get(todo.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Each import circle once, as the modules around it (a -> b -> a)."""
+    found = []
+    for start in sorted(graph):
+        path: list[str] = []
+
+        def walk(node: str) -> None:
+            path.append(node)
+            for nxt in sorted(graph[node]):
+                if nxt == start:
+                    found.append(path + [start])
+                elif nxt > start and nxt not in path:  # each circle from its smallest module only
+                    walk(nxt)
+            path.pop()
+        walk(start)
+    return found
+
+
+def test_the_model_imports_nothing_from_git():
+    graph = import_graph(package_sources())
+    model = [f"patchkit.{m}" for m in MODEL]
+    assert set(model) <= set(graph), "a model module moved: update MODEL"
+    assert {m: sorted(n for n in reachable(graph, m) if n == "patchkit.git" or n.startswith("patchkit.git."))
+            for m in model} == {m: [] for m in model}
+
+
+def test_no_import_circles():
+    assert [" -> ".join(c) for c in cycles(import_graph(package_sources()))] == []
+
+
+def test_no_module_over_500_lines():
+    long = {p.relative_to(PACKAGE).as_posix(): n for p in PACKAGE.rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert long == {}
+
+
+def test_the_graph_checks_see_circles_and_a_model_that_reaches_git():
+    """The rules above can fail: made-up modules with a circle (also through a lazy import and a
+    package's __init__), and a model module that reaches git through another module."""
+    made_up = {
+        "patchkit.a": ("from . import b\n", False),
+        "patchkit.b": ("def f():\n    from .a import x\n", False),
+        "patchkit.p": ("from .q import y\n", True),
+        "patchkit.p.q": ("from .. import p\n", False),
+        "patchkit.model": ("from .helper import z\n", False),
+        "patchkit.helper": ("from .git import Repo\n", False),
+        "patchkit.git": ("", True),
+        "patchkit.c": ("from .d import x\nimport patchkit.e\n", False),
+        "patchkit.d": ("", False),
+        "patchkit.e": ("from patchkit.c import y\n", False),
+    }
+    graph = import_graph(made_up)
+    assert cycles(graph) == [["patchkit.a", "patchkit.b", "patchkit.a"], ["patchkit.c", "patchkit.e", "patchkit.c"],
+                             ["patchkit.p", "patchkit.p.q", "patchkit.p"]]
+    assert "patchkit.git" in reachable(graph, "patchkit.model")
