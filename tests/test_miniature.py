@@ -126,3 +126,22 @@ def test_round_trip_on_the_faithful_miniature_carrying_upstreams_real_files(upst
         assert d.ok, d.mismatches + d.invalid
         assert export_mod.export(ps, Repo(clone), ps.branch, check_only=True).up_to_date
         apply_mod.unapply(ps, src=clone)
+
+
+def test_a_variant_is_a_diff_over_the_scaffolding_and_must_apply_exactly(tmp_path):
+    """fixed-upstream is main's scaffolding plus a diff, not a second copy of main's files: its
+    commit changes exactly the diff's files, upstream's form of the fix in place. A diff whose
+    lines are not the scaffolding's is refused, naming the file and hunk, and leaves nothing."""
+    root = copy_root(tmp_path)
+    diff = root / miniature.SCAFFOLD / "variants" / "fixed-upstream.diff"
+    built = miniature.build(root, tmp_path / "ok", "fixed-upstream")
+    repo = Repo(built.path)
+    touched = sorted(line[6:] for line in diff.read_text().splitlines() if line.startswith("+++ b/"))
+    assert repo.changed_paths(built.commits[-1]) == touched
+    util = repo.show_file("HEAD", "tensorrt_llm/_torch/pyexecutor/_util.py").decode()
+    assert "declared_len = lookup(config" in util and "#patchkit" not in util
+    diff.write_text(diff.read_text().replace("-def test_fallback_when_no_max_input_len():", "-def test_renamed():"))
+    with pytest.raises(BadInput, match=r"fixed-upstream\.diff: tests/unittest/_torch/executor/"
+                                       r"test_dual_pool_kv_cache\.py hunk #2 does not apply"):
+        miniature.build(root, tmp_path / "bad", "fixed-upstream")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ok", "root"]

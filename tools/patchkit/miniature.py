@@ -10,6 +10,10 @@ as many lines as put the first preimage after it (or the line after '#patchkit: 
 <n>') at the line its hunk header names: the patches then apply with no offset, and
 exporting them again is byte-identical. Variants (manifest 'variants') are further commits
 on main, for the cases a user meets: upstream fixing the bug its own way, say.
+
+A commit is either a directory laid over the tree ('dir') or a change to the scaffolding as
+it stands ('patch': a unified diff over the scaffold files, markers and all), so that a
+variant says only what upstream changed, and several variants can land the same change.
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import unidiff
 import yaml
 
 from . import minihistory, patchset
@@ -67,14 +72,20 @@ def build(root: Path, dest: Path, variant: str | None = None) -> MiniatureResult
     try:
         repo = init(tmp, manifest.get("branch", "main"))
         tag, commits = "", []
+        sources: dict[str, str] = {}  # path -> its scaffold text as the commits so far left it
         for c in todo:
             if c.get("generate") == "history":  # changes laid over the tree as it is (minihistory.py)
                 def expand(layer: str, path: str) -> str:
-                    return _expand(root, path, (scaffold / layer / path).read_text())
+                    text = (_patched(root, scaffold / layer, sources)[path] if layer.endswith(".diff")
+                            else (scaffold / layer / path).read_text())
+                    return _expand(root, path, text)
                 for message, date in minihistory.commits(expand, tmp):
                     commits.append(repo.add_all_and_commit(message, IDENTITY, date))
                 continue
-            _lay(root, scaffold / c["dir"], tmp)
+            if "patch" in c:
+                _patch(root, scaffold / c["patch"], sources, tmp)
+            else:
+                _lay(root, scaffold / c["dir"], sources, tmp)
             commits.append(repo.add_all_and_commit(c["message"], IDENTITY, c["date"]))
             if c.get("tag"):
                 tag = c["tag"]
@@ -89,14 +100,56 @@ def build(root: Path, dest: Path, variant: str | None = None) -> MiniatureResult
     return MiniatureResult(dest, tag, manifest.get("branch", "main"), tuple(commits), variant)
 
 
-def _lay(root: Path, layer: Path, tree: Path) -> None:
+def _lay(root: Path, layer: Path, sources: dict[str, str], tree: Path) -> None:
     for src in sorted(layer.rglob("*")):
-        if src.is_dir():
+        if not src.is_dir():
+            _write(root, src.relative_to(layer).as_posix(), src.read_text(), sources, tree)
+
+
+def _write(root: Path, path: str, text: str, sources: dict[str, str], tree: Path) -> None:
+    sources[path] = text
+    out = tree / path
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(_expand(root, path, text))
+
+
+def _patch(root: Path, diff: Path, sources: dict[str, str], tree: Path) -> None:
+    """Lay a diff over the scaffolding as the commits so far left it (see _patched)."""
+    for path, text in _patched(root, diff, sources).items():
+        if text is None:
+            sources.pop(path, None)
+            (tree / path).unlink()
+        else:
+            _write(root, path, text, sources, tree)
+
+
+def _patched(root: Path, diff: Path, sources: dict[str, str]) -> dict[str, str | None]:
+    """The scaffold text of each file a unified diff changes, the diff applied to the text the
+    commits so far left (None: the diff deletes it). Exactly: every hunk where its header
+    says, its lines as they are (no fuzz, no offset), else BadInput naming file and hunk.
+
+    unidiff, which reads the sets' patches, parses it; applying an exact diff to text is the
+    few lines below (whatthepatch or patch-ng would add a dependency for them)."""
+    where = diff.relative_to(root).as_posix()
+    out: dict[str, str | None] = {}
+    for pf in unidiff.PatchSet(diff.read_text()):
+        path = pf.path
+        if pf.is_removed_file:
+            out[path] = None
             continue
-        rel = src.relative_to(layer)
-        out = tree / rel
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(_expand(root, rel.as_posix(), src.read_text()))
+        old = [] if pf.is_added_file else sources.get(path, "").splitlines(keepends=True)
+        if not old and not pf.is_added_file:
+            raise BadInput(f"miniature: {where}: {path} is not in the scaffolding before it")
+        new, at = [], 0
+        for n, hunk in enumerate(pf, 1):
+            start = hunk.source_start - (1 if hunk.source_length else 0)
+            want = [ln.value for ln in hunk if not ln.is_added]
+            if start < at or old[start:start + len(want)] != want:
+                raise BadInput(f"miniature: {where}: {path} hunk #{n} does not apply to the scaffolding before it")
+            new += old[at:start] + [ln.value for ln in hunk if not ln.is_removed]
+            at = start + len(want)
+        out[path] = "".join(new + old[at:])
+    return out
 
 
 def _expand(root: Path, path: str, text: str) -> str:

@@ -36,7 +36,8 @@ _AREAS = ("speculative", "attention", "sampler", "scheduler", "lora")
 
 def commits(expand: Callable[[str, str], str], tree: Path) -> Iterator[tuple[str, str]]:
     """Lay each commit's change over tree, then yield (message, date) for it to be committed.
-    expand(layer, path): a scaffold file of the miniature as built (markers expanded)."""
+    expand(layer, path): a scaffold file of the miniature as built (markers expanded); layer is a
+    directory of the scaffolding, or a diff over it (the file as main's scaffolding plus the diff)."""
     plan = ([("unrelated", i) for i in range(12)] + [("offset", 0)]
             + [("unrelated", i) for i in range(12, 18)] + [("waives", 0), ("unrelated", 18), ("tail", 0)]
             + [("unrelated", i) for i in range(19, 24)] + [("reword", 0)]
@@ -72,7 +73,7 @@ def _lay(kind: str, i: int, expand: Callable[[str, str], str], tree: Path) -> st
         return "[None][infra] Run the sampler tests on A10 (#20700)"
     if kind == "fix":
         for path in (UTIL, DUAL_POOL):
-            main, fixed = expand("main", path), expand("variants/fixed-upstream", path)
+            main, fixed = expand("main", path), expand("variants/fixed-upstream.diff", path)
             _edit(tree / path, lambda lines: theirs_wins(main.splitlines(True), fixed.splitlines(True), lines))
         return FIX_SUBJECT
     raise ValueError(kind)
