@@ -21,7 +21,7 @@ def _as_url(url: str) -> tuple[str, bool]:
 
 def clone(url: str, dest: Path) -> Repo:
     """A full clone (every object copied, even from a local path)."""
-    _transfer(_Git(None), ["clone", "--no-local", url, str(dest)], f"cloning {url} (full)")
+    _transfer(_Git(None), ["clone", "--no-local", url, str(dest)], f"cloning {url} (full)", remote=url)
     return Repo(dest)
 
 
@@ -47,7 +47,8 @@ def partial_clone(url: str, dest: Path, ref: str, sparse_paths: Iterable[str], *
     shallow = ["--depth", str(depth)] if depth else []
     try:
         _transfer(_Git(None), ["clone", *pack, f"--filter={filter}", *shallow, "--no-checkout", "--single-branch",
-                               "--branch", ref, "--", url, str(dest)], f"cloning {ref} from {url}")
+                               "--branch", ref, "--", url, str(dest)], f"cloning {ref} from {url}",
+                  remote=url)
     except GitError as exc:
         raise NotFound(f"cannot clone {ref} from {url}: {exc.first_line()}") from exc
     repo = Repo(dest)

@@ -24,6 +24,14 @@ from .. import scratch
 from .runner import GitError, Identity, Result, Sha, identity_env
 
 
+# interpret-trailers with no configuration at all: trailer.* cannot be reset with -c (a
+# trailer.<token>.command forged sign-offs, trailer.separators rewrote `Fixes #19514`), so it
+# runs where no config file is read: no system or global file, no -c or GIT_CONFIG_COUNT
+# entries of the user's, and a GIT_DIR that is no repository (interpret-trailers needs none).
+_NO_CONFIG = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_SYSTEM": "/dev/null", "GIT_CONFIG_GLOBAL": "/dev/null",
+              "GIT_CONFIG_PARAMETERS": "", "GIT_CONFIG_COUNT": "0", "GIT_DIR": "/dev/null"}
+
+
 @dataclass(frozen=True)
 class CommitInfo:
     """A commit as read from the object database."""
@@ -138,13 +146,15 @@ class ObjectsMixin:
 
     # -- text operations git owns ---------------------------------------------------------------
     def add_trailer(self, message: str, trailer: str) -> str:
-        """message with the trailer added unless an identical one is there (interpret-trailers)."""
+        """message with the trailer added unless an identical one is there (interpret-trailers,
+        as git does it with no configuration: a sign-off is ours to write, byte for byte)."""
         return self._run("interpret-trailers", "--if-exists", "addIfDifferent", "--trailer", trailer,
-                         input=message.rstrip("\n") + "\n").text.strip() + "\n"
+                         input=message.rstrip("\n") + "\n", env=_NO_CONFIG).text.strip() + "\n"
 
     def trailers(self, message: str) -> list[tuple[str, str]]:
-        """(key, value) of each trailer of message, as git parses them."""
-        out = self._run("interpret-trailers", "--parse", input=message).text
+        """(key, value) of each trailer of message, as git parses them (with no configuration:
+        an alias such as trailer.sign.key=Signed-off-by must not make `sign:` a sign-off)."""
+        out = self._run("interpret-trailers", "--parse", input=message, env=_NO_CONFIG).text
         return [(k.strip(), v.strip()) for k, _, v in (line.partition(":") for line in out.splitlines()) if k]
 
     def merge_file(self, ours: bytes, base: bytes, theirs: bytes) -> tuple[bytes, int]:
@@ -163,13 +173,18 @@ class ObjectsMixin:
     def format_series(self, rev_range: str, out_dir: Path) -> list[Path]:
         """The commits of rev_range as patch files in out_dir, the same bytes for the same commits.
 
-        No commit ids (--zero-commit), no diffstat, no signature; the user's prefix settings are
-        pinned, so that an exported set does not depend on whoever exports it.
+        No commit ids (--zero-commit), no diffstat, no signature. An exported set does not
+        depend on whoever exports it: the user's format.* and diff.* settings are overridden
+        (runner.OVERRIDES), and those that config cannot reset (format.headers, format.to,
+        format.cc, format.attach) are dropped by flags; each setting is named again here, as
+        flags, so that the set's bytes never rest on one mechanism alone.
         """
         out_dir.mkdir(parents=True, exist_ok=True)
         before = set(out_dir.iterdir())
-        self._run("-c", "diff.noprefix=false", "-c", "diff.mnemonicPrefix=false", "format-patch", "-q",
-                  "--zero-commit", "--no-signature", "--no-stat", "-o", str(out_dir), rev_range)
+        self._run("format-patch", "-q", "--zero-commit", "--no-signature", "--no-stat", "--no-cover-letter",
+                  "--no-signoff", "--subject-prefix=PATCH", "--no-add-header", "--no-to", "--no-cc", "--no-from",
+                  "--no-thread", "--suffix=.patch", "--no-notes", "--no-base", "--no-attach", "--no-ext-diff",
+                  "--no-textconv", "-o", str(out_dir), rev_range)
         return sorted(set(out_dir.iterdir()) - before)
 
     def archive(self, rev: str, tar: Path, paths: Sequence[str] = ()) -> None:

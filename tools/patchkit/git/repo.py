@@ -42,8 +42,10 @@ class Repo(RefsMixin, ObjectsMixin, TransferMixin, HistoryMixin):
         if not p.is_dir():
             raise NotFound(f"{p} does not exist")
         res = run_git("rev-parse", "--show-toplevel", cwd=p, check=False)
-        if res.returncode != 0:
+        if res.returncode != 0 and "not a git repository" in res.stderr:
             raise NotFound(f"{p} is not a git checkout")
+        if res.returncode != 0:  # git itself died (a broken config, ...): its words, exit 3
+            raise GitError(list(res.cmd), res.returncode, res.text, res.stderr, str(p))
         top = Path(res.text.strip())
         if top.resolve() != p.resolve():
             raise NotFound(f"{p} is inside the checkout {top}; give its top directory")

@@ -48,6 +48,40 @@ POLICY = {"GIT_TERMINAL_PROMPT": "0", "GIT_EDITOR": "false", "GIT_SEQUENCE_EDITO
           "GIT_PAGER": "cat", "PAGER": "cat", "LC_ALL": "C", "LANGUAGE": "C", "GIT_OPTIONAL_LOCKS": "0"}
 
 
+# The user's git config and hooks never reach our results (issue #17). Every git command we
+# run gets these `-c` overrides: each setting that shapes what we write or how we read git's
+# output, back at git's default; and core.hooksPath at /dev/null, a path under which no hook
+# is ever found (nothing to create, nothing a kill could leave behind), so no hook of the
+# user's (post-checkout, reference-transaction, post-index-change, ...) runs inside our steps.
+# What cannot be reset with -c has its own guard: format.headers/to/cc and format.attach (flags
+# of format_series), trailer.* (interpret-trailers runs without any config, objects.py).
+# The user's transport, identity, filter (git-lfs), safety and gc settings are theirs.
+OVERRIDES = (
+    "core.hooksPath=/dev/null", "core.quotePath=true", "core.commentChar=#",
+    # what a diff or a patch file looks like
+    "diff.context=3", "diff.interHunkContext=0", "diff.suppressBlankEmpty=false", "diff.noprefix=false",
+    "diff.mnemonicPrefix=false", "diff.relative=false", "diff.algorithm=myers", "diff.indentHeuristic=true",
+    "diff.renames=true", "diff.orderFile=/dev/null",
+    "format.signoff=false", "format.subjectPrefix=PATCH", "format.from=false", "format.thread=false",
+    "format.suffix=.patch", "format.coverLetter=false", "format.numbered=auto", "format.notes=false",
+    "format.useAutoBase=false", "format.encodeEmailHeaders=true", "format.filenameMaxLength=64",
+    "format.forceInBodyFrom=false", "format.mboxrd=false",
+    "log.showSignature=false", "log.mailmap=false",
+    "i18n.commitEncoding=UTF-8", "i18n.logOutputEncoding=UTF-8",
+    # how patches apply and files merge
+    "apply.ignoreWhitespace=no", "merge.conflictStyle=merge",
+    # which refs a fetch or clone writes, and where
+    "fetch.prune=false", "fetch.pruneTags=false", "clone.defaultRemoteName=origin", "clone.rejectShallow=false",
+    "submodule.recurse=false",
+)
+_OVERRIDE_ARGS = tuple(a for kv in OVERRIDES for a in ("-c", kv))
+
+
+def argv(args: Sequence[str]) -> list[str]:
+    """The git command line we run for `git args`: the overrides first."""
+    return ["git", *_OVERRIDE_ARGS, *[str(a) for a in args]]
+
+
 class GitError(CommandError):
     """A git command failed: its command line, exit code and git's own message."""
 
@@ -98,7 +132,7 @@ class Result:
 def _call(runner: _Git, args: Sequence[str], *, env: Mapping[str, str] | None = None,
           input: str | bytes | None = None, check: bool = True, timeout: float | None = None) -> Result:
     """Run `git args` through GitPython's runner; GitError when it fails and check is set."""
-    cmd = ["git", *[str(a) for a in args]]
+    cmd = ["git", *[str(a) for a in args]]  # as errors name it; argv(args) is what runs
     kwargs: dict = {"with_extended_output": True, "with_exceptions": False, "stdout_as_string": False,
                     "strip_newline_in_stdout": False}
     if env:
@@ -113,9 +147,9 @@ def _call(runner: _Git, args: Sequence[str], *, env: Mapping[str, str] | None = 
             kwargs["istream"] = stream
         try:
             if timeout is None:
-                status, out, err = runner.execute(cmd, **kwargs)
+                status, out, err = runner.execute(argv(args), **kwargs)
             else:
-                status, out, err = _execute_with_deadline(runner, cmd, kwargs, timeout)
+                status, out, err = _execute_with_deadline(runner, argv(args), kwargs, timeout)
         except GitCommandNotFound as exc:
             raise ToolMissing("git is not installed or not on PATH") from exc
         except GitCommandError as exc:  # with_exceptions=False: only a failure to start or a timeout
@@ -156,10 +190,18 @@ def run_git(*args: str, cwd: str | os.PathLike | None = None, input: str | bytes
 
 
 def check_ref_format(ref: str) -> bool:
-    """Whether git accepts ref as a full ref name, and it cannot be read as an option."""
+    """Whether git accepts ref as a full ref name, and it cannot be read as an option.
+
+    Only git's verdict on a name it ran cleanly (exit 1, nothing said) calls the name
+    invalid; a git that dies (exit 128, a broken config) raises GitError with its message."""
     if not ref or ref.startswith("-") or len(ref) > 1000 or any(ord(c) < 32 for c in ref):
         return False
-    return run_git("check-ref-format", ref, check=False).returncode == 0
+    res = run_git("check-ref-format", ref, check=False)
+    if res.returncode == 1 and not res.stderr.strip():
+        return False
+    if res.returncode != 0:
+        raise GitError(list(res.cmd), res.returncode, res.text, res.stderr)
+    return True
 
 
 def _kill_tree(pid: int) -> None:

@@ -7,14 +7,15 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from git.exc import GitCommandNotFound
 
 from .. import progress
-from ..errors import ToolMissing
-from .runner import GitError, Result, Sha, _call, _Git, _kill_tree, _without_redirects
+from ..errors import NotFound, ToolMissing
+from .runner import GitError, Result, Sha, _Git, _kill_tree, _without_redirects, argv
 
 LOCAL_UPLOAD_PACK = "git -c uploadpack.allowFilter=true -c uploadpack.allowAnySHA1InWant=true upload-pack"
 
@@ -31,6 +32,10 @@ class ObjectStats:
 class TransferMixin:
     """Repo's fetching on demand and sparse checkouts (uses Repo's _run, _out, _runner,
     config_get, git_path)."""
+
+    def _origin(self) -> str:
+        """The remote we fetch from, as an error names it: origin (its URL)."""
+        return f"origin ({self.config_get('remote.origin.url')})"
 
     def is_shallow(self) -> bool:
         return self._out("rev-parse", "--is-shallow-repository") == "true"
@@ -63,7 +68,8 @@ class TransferMixin:
         # A name is fetched into FETCH_HEAD's place below refs/patchkit/ only for the moment of
         # reading its id: the user's refs are not ours to add to.
         tmp = "refs/patchkit/fetched"
-        res = _transfer(self._runner, [*args, "origin", f"+{rev}:{tmp}"], f"fetching {rev} (one commit)", check=False)
+        res = _transfer(self._runner, [*args, "origin", f"+{rev}:{tmp}"], f"fetching {rev} (one commit)",
+                        check=False, remote=self._origin())
         if res.returncode != 0:
             return None
         sha = self.present_commit(tmp)
@@ -74,22 +80,24 @@ class TransferMixin:
         """commits more of history behind a shallow clone's edge; False when there is no more."""
         before = self._out("rev-list", "--count", "--all")
         res = _transfer(self._runner, ["fetch", "--no-tags", f"--deepen={commits}", "origin"],
-                        f"fetching {commits} more commits of history", check=False)
+                        f"fetching {commits} more commits of history", check=False, remote=self._origin())
         return res.returncode == 0 and self._out("rev-list", "--count", "--all") != before
 
     def fetch_ref(self, ref: str) -> bool:
         """A ref that a single-ref clone lacks, at depth 1 in a shallow one, under the name a
         clone of it would give it (refs/tags/x or refs/remotes/origin/x); False when origin has none."""
-        listed = self._run("ls-remote", "origin", f"refs/tags/{ref}", f"refs/heads/{ref}", check=False)
+        # A failing ls-remote is git's failure (exit 3, its words), not "origin has no such ref".
+        listed = _transfer(self._runner, ["ls-remote", "origin", f"refs/tags/{ref}", f"refs/heads/{ref}"],
+                           f"asking origin for {ref}", remote=self._origin(), progress_flag=False)
         names = [line.split("\t", 1)[1] for line in listed.text.splitlines() if "\t" in line]
-        if listed.returncode != 0 or not names:
+        if not names:
             return False
         name = min(names)  # refs/heads/ sorts before refs/tags/; a tag wins over a branch, as in ref_candidates
         name = next((n for n in names if n.startswith("refs/tags/")), name)
         local = name if name.startswith("refs/tags/") else "refs/remotes/origin/" + name[len("refs/heads/"):]
         args = ["fetch", "--no-tags"] + (["--depth", "1"] if self.is_shallow() else [])
         return _transfer(self._runner, [*args, "origin", f"+{name}:{local}"], f"fetching {ref}",
-                         check=False).returncode == 0
+                         check=False, remote=self._origin()).returncode == 0
 
     def sparse_patterns(self) -> set[str]:
         """The sparse checkout's patterns; empty when the checkout is not sparse."""
@@ -138,7 +146,8 @@ class TransferMixin:
             _transfer(self._runner, ["fetch", "--no-tags", "--no-write-fetch-head", "--recurse-submodules=no",
                                      f"--filter={self.config_get('remote.origin.partialclonefilter') or 'blob:none'}",
                                      "origin", *missing],
-                      f"fetching {len(missing)} file(s) of the set", config=["fetch.negotiationAlgorithm=noop"])
+                      f"fetching {len(missing)} file(s) of the set", config=["fetch.negotiationAlgorithm=noop"],
+                      remote=self._origin())
 
     def sparse_checkout(self, paths: Iterable[str]) -> None:
         """Only these paths in the work tree (non-cone patterns, anchored at the top)."""
@@ -148,52 +157,102 @@ class TransferMixin:
 
 
 def _transfer(runner: _Git, args: Sequence[str], what: str, *, check: bool = True,
-              config: Sequence[str] = ()) -> Result:
-    """clone or fetch. When progress is shown, git's own progress goes to our stderr as git
-    draws it (while its messages are still kept for the error); otherwise git is quiet."""
+              config: Sequence[str] = (), remote: str = "", progress_flag: bool = True) -> Result:
+    """clone, fetch or ls-remote, watched: git's own progress goes to our stderr as git draws
+    it when progress is shown (its messages are kept for the error either way).
+
+    A transfer that receives nothing for PATCHKIT_STALL_TIMEOUT seconds is stalled: git draws
+    its progress at least once a second while bytes arrive, so silence on both of its outputs
+    means the remote stopped sending (a dead connection, a hung server, a transport helper
+    that never answers). It ends then, naming the remote (issue #17.15), rather than at the
+    overall deadline (PATCHKIT_NETWORK_TIMEOUT), which stays as the last resort. Either way
+    it raises TransferFailed, whatever check says: a remote that stalled is never "no such ref".
+    """
     pre = [a for c in config for a in ("-c", c)]
+    flag = ["--progress"] if progress_flag else []
     with progress.step(what):
-        if not progress.enabled():
-            return _call(runner, [*pre, args[0], "-q", *args[1:]], check=check, timeout=network_timeout())
-        return _call_showing_progress(runner, [*pre, args[0], "--progress", *args[1:]], check)
+        return _call_watched(runner, [*pre, args[0], *flag, *args[1:]], check, remote or "the remote", what)
+
+
+class TransferFailed(NotFound):
+    """A clone or fetch that stalled or outlived the deadline (exit 4: the URL is unreachable)."""
 
 
 def network_timeout() -> float:
     """Seconds a clone or fetch may take (PATCHKIT_NETWORK_TIMEOUT, default 30 minutes):
     a URL that never answers (fd::17, a dead host) must end in an error, not a hang."""
+    return _seconds("PATCHKIT_NETWORK_TIMEOUT", 1800.0)
+
+
+def stall_timeout() -> float:
+    """Seconds a clone or fetch may go without receiving anything (PATCHKIT_STALL_TIMEOUT,
+    default 120: a server may think a while before its first progress line)."""
+    return _seconds("PATCHKIT_STALL_TIMEOUT", 120.0)
+
+
+def _seconds(name: str, default: float) -> float:
     try:
-        return max(1.0, float(os.environ.get("PATCHKIT_NETWORK_TIMEOUT", "1800")))
+        return max(1.0, float(os.environ.get(name, default)))
     except ValueError:
-        return 1800.0
+        return default
 
 
-
-def _call_showing_progress(runner: _Git, args: Sequence[str], check: bool) -> Result:
+def _call_watched(runner: _Git, args: Sequence[str], check: bool, remote: str, what: str) -> Result:
     cmd = ["git", *[str(a) for a in args]]
     try:
         with _without_redirects():
-            child = runner.execute(cmd, as_process=True, with_stdout=False)
+            child = runner.execute(argv(args), as_process=True)
     except GitCommandNotFound as exc:
         raise ToolMissing("git is not installed or not on PATH") from exc
-    kept = bytearray()
-    timer = threading.Timer(network_timeout(), _kill_tree, (child.proc.pid,))
-    timer.daemon = True
-    timer.start()
-    while chunk := child.proc.stderr.read1(65536):
-        sys.stderr.buffer.write(chunk)
-        sys.stderr.flush()
-        kept += chunk
-        del kept[:-65536]
-    status = child.proc.wait()
-    timer.cancel()
+    proc = child.proc
+    show = progress.enabled()
+    kept, out = bytearray(), bytearray()
+    last = [time.monotonic()]
+
+    def pump(stream, sink: bytearray, echo: bool) -> None:
+        while chunk := stream.read1(65536):
+            last[0] = time.monotonic()
+            if echo:
+                sys.stderr.buffer.write(chunk)
+                sys.stderr.flush()
+            sink += chunk
+            if sink is kept:  # git's last words are enough for an error; stdout is the answer
+                del sink[:-65536]
+
+    readers = [threading.Thread(target=pump, args=(proc.stderr, kept, show), daemon=True),
+               threading.Thread(target=pump, args=(proc.stdout, out, False), daemon=True)]
+    for r in readers:
+        r.start()
+    started, deadline, stall = time.monotonic(), network_timeout(), stall_timeout()
+    what = what.replace(f" from {remote}", "")  # the remote is named once
+    failed = ""
+    try:
+        while proc.poll() is None:
+            time.sleep(0.05)
+            now = time.monotonic()
+            if proc.poll() is None and now - last[0] >= stall:
+                failed = (f"{remote} stalled: no data for {stall:g} s while {what} "
+                          "(PATCHKIT_STALL_TIMEOUT)")
+            elif proc.poll() is None and now - started >= deadline:
+                failed = f"{remote}: {what} did not complete in {deadline:g} s (PATCHKIT_NETWORK_TIMEOUT)"
+            if failed:
+                break
+    finally:
+        if proc.returncode is None:  # stalled, too slow, or we were interrupted
+            _kill_tree(proc.pid)
+            proc.wait()
+    for r in readers:
+        r.join(timeout=5)  # a helper that escaped the kill must not hold us
+    if failed:
+        raise TransferFailed(failed)
+    status = proc.returncode
     # Progress lines end in CR; keep git's messages for an error, its complaints first, as
     # git says them without --progress (no "Cloning into", no counters).
     lines = [part for line in kept.decode("utf-8", "replace").splitlines()
              for part in [line.rsplit("\r", 1)[-1].strip()] if part and "%" not in part]
     said = [ln for ln in lines if ln.startswith(("fatal:", "error:", "warning:", "hint:"))]
     err = "\n".join(said or [ln for ln in lines if not ln.startswith(("Cloning into", "remote: "))])
-    result = Result(tuple(cmd), status, b"", err)
+    result = Result(tuple(cmd), status, bytes(out), err)
     if check and status != 0:
         raise GitError(cmd, status, "", err, None if runner._working_dir is None else str(runner._working_dir))
     return result
-
