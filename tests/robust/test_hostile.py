@@ -12,7 +12,9 @@ assert on what those runs did:
   - no user hook fired in any step (patchkit runs none, README "Your git config and hooks");
   - check changes nothing.
 Combining the settings still proves each: any one of them leaking breaks an assertion. The
-per-setting sweep (`pytest -m exhaustive`) runs the same sequence under each setting alone.
+per-setting sweep (`pytest -m exhaustive`) runs the same sequence under each setting alone and
+under the hooks alone; on the code before #17 each of them failed it, except trailer.ifexists,
+which our `--if-exists` flag already overrode (it stays here as a guard).
 """
 from __future__ import annotations
 
@@ -31,6 +33,8 @@ from helpers import ROOT, copy_root, sh, state_of
 
 SIGNOFF = "Jane Developer <jane.developer@example.com>"
 FORGED = "Forged <forged@example.invalid>"
+REVIEWED = "Reviewed-by: Rita Reviewer <rita@example.com>"
+DCO_FIXED = f"Add a note\n\nFixes #19514\n\n{REVIEWED}\nSigned-off-by: {SIGNOFF}\n"
 BASE_CONFIG = ("[user]\n\tname = Test User\n\temail = test@example.com\n[commit]\n\tgpgsign = false\n"
                "[init]\n\tdefaultBranch = main\n[protocol]\n\tallow = never\n[protocol \"file\"]\n\tallow = always\n")
 # Each setting the attack used, as a user would write it in ~/.gitconfig.
@@ -141,13 +145,13 @@ def hostile_run(tmp: Path, upstream_template: Path, settings: list[str], hooks_i
         f.pr_authors = g("log", "--reverse", "--format=%an <%ae>", "v1.3.0rc25..pr/rc25").stdout.splitlines()
         f.pr_patches = {p.name: p.read_bytes() for p in (out / "patches").iterdir()}
     pk("dco", "dco", *src, "--branch", "pr/rc25", "--base", "v1.3.0rc25")
-    # A branch of the user's with a commit that lacks the sign-off, whose last line looks
-    # like a trailer only under the hostile trailer.separators.
+    # A branch of the user's with a commit that lacks the sign-off and has a trailer already
+    # (trailer.where=start would put the sign-off before it).
     g("branch", "work", "v1.3.0rc25")
     g("worktree", "add", "-q", tmp / "work", "work")
     (tmp / "work" / "NOTES.txt").write_text("a note\n")
     g("add", "NOTES.txt", cwd=tmp / "work")
-    g("commit", "-q", "-m", "Add a note\n\nFixes #19514", cwd=tmp / "work")
+    g("commit", "-q", "-m", f"Add a note\n\nFixes #19514\n\n{REVIEWED}", cwd=tmp / "work")
     g("worktree", "remove", tmp / "work")
     pk("dco-fix", "dco", *src, "--branch", "work", "--base", "v1.3.0rc25", "--fix", "--signoff", SIGNOFF)
     f.dco_fixed_message = g("cat-file", "commit", "work").stdout.split("\n\n", 1)[1]
@@ -241,7 +245,7 @@ def test_trailer_config_cannot_forge_or_mangle_a_signoff(runs, place):
     for message in json.loads(f.steps["pr"].out)["messages"]:
         assert message.endswith(f"\n\nSigned-off-by: {SIGNOFF}\n") and message.count("Signed-off-by:") == 1
         assert FORGED not in message
-    assert f.dco_fixed_message == f"Add a note\n\nFixes #19514\n\nSigned-off-by: {SIGNOFF}\n"
+    assert f.dco_fixed_message == DCO_FIXED
 
 
 @pytest.mark.parametrize("place", PLACES)
@@ -267,15 +271,17 @@ def test_check_changes_nothing_under_hostile_config_and_hooks(runs, place):
 
 
 @pytest.mark.exhaustive
-@pytest.mark.parametrize("setting", list(SETTINGS))
+@pytest.mark.parametrize("setting", [*SETTINGS, *(f"hooks in {p}" for p in PLACES)])
 def test_each_setting_alone(tmp_path, miniature_template, setting):
-    """The sweep: every setting on its own, hooks in core.hooksPath."""
-    f = hostile_run(tmp_path / "run", miniature_template, [setting], "core.hooksPath")
+    """The sweep: each setting on its own (no hooks), and the hooks on their own (no settings),
+    so that each is seen to matter by itself."""
+    hooks = setting.removeprefix("hooks in ") if setting.startswith("hooks in ") else None
+    f = hostile_run(tmp_path / "run", miniature_template, [] if hooks else [setting], hooks)
     for name in f.steps:
         _ok(f, name)
     want = {p.name: p.read_bytes() for p in (ROOT / "patches" / "rc25").iterdir()}
     assert f.exported == want
     golden = (ROOT / "tests" / "golden" / "pr_commits_rc25.txt").read_text().split("\n-----\n")
     assert json.loads(f.steps["pr"].out)["messages"] == golden
-    assert f.dco_fixed_message == f"Add a note\n\nFixes #19514\n\nSigned-off-by: {SIGNOFF}\n"
+    assert f.dco_fixed_message == DCO_FIXED
     assert f.after_check == f.before_check and not any(f.fired.values())
