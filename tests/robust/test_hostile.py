@@ -175,7 +175,10 @@ def runs(tmp_path_factory, miniature_template):
 
 def _seal(mp: pytest.MonkeyPatch, tmp: Path) -> None:
     """conftest's hermetic seal, for a module-scoped fixture (which runs before it)."""
-    from conftest import FIXED_DATE, MAKE_VARIABLES
+    # Not `from conftest import ...`: under the full suite, `conftest` may name another one.
+    FIXED_DATE = "2026-11-29T12:00:00+00:00"
+    MAKE_VARIABLES = {name for line in (ROOT / "Makefile").read_text().splitlines()
+                      if line.startswith("export ") and "=" not in line for name in line.split()[1:]}
     home = tmp / "home"
     home.mkdir()
     (home / ".gitconfig").write_text(BASE_CONFIG)
