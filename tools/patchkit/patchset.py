@@ -128,8 +128,13 @@ def _load_pr(data: Any, where: str) -> PrIntent:
 
 
 def check_branch_name(branch: str, where: str) -> None:
-    """A branch name git accepts, that can never be read as an option."""
-    if branch.startswith("-") or not ref_format_ok(f"refs/heads/{branch}"):
+    """A branch name git accepts, that can never be read as an option.
+
+    `git check-ref-format --branch` semantics: a full-ref check of refs/heads/<name>, plus
+    the two names git's own branch check refuses on top (strbuf_check_branch_ref): a leading
+    '-' and HEAD (issue #17 item 12: `branch: HEAD` made refs/heads/HEAD).
+    """
+    if branch.startswith("-") or branch == "HEAD" or not ref_format_ok(f"refs/heads/{branch}"):
         raise BadInput(f"{where}: {branch[:100]!r} is not a valid branch name")
 
 

@@ -51,15 +51,21 @@ def load_yaml(text: str, where: str, max_aliases: int = MAX_ALIASES) -> Any:
     """Safe-load YAML text after checking, on the event stream (no recursion), depth and aliases."""
     if len(text) > MAX_BYTES:
         raise BadInput(f"{where}: more than {MAX_BYTES} bytes")
-    depth = aliases = 0
+    aliases = 0
+    # One open mapping or sequence per level: [path, keys seen (None: a sequence), awaiting a key, index].
+    stack: list[list] = []
     try:
         for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                stack.pop()
+                continue
+            if not isinstance(event, yaml.NodeEvent):
+                continue
+            at = _child_path(stack, event, where)
             if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-                depth += 1
-                if depth > MAX_DEPTH:
+                if len(stack) >= MAX_DEPTH:
                     raise BadInput(f"{where}: nested more than {MAX_DEPTH} levels deep")
-            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-                depth -= 1
+                stack.append([at, set() if isinstance(event, yaml.MappingStartEvent) else None, True, 0])
             elif isinstance(event, yaml.AliasEvent):
                 aliases += 1
                 if aliases > max_aliases:
@@ -72,6 +78,36 @@ def load_yaml(text: str, where: str, max_aliases: int = MAX_ALIASES) -> Any:
         raise BadInput(f"{where}: not valid YAML ({at}{problem})") from None
     except (RecursionError, MemoryError):
         raise BadInput(f"{where}: too deeply nested") from None
+
+
+def _child_path(stack: list[list], event: Any, where: str) -> str:
+    """The key path of the node this event starts; a key its mapping already has is BadInput.
+
+    YAML says a mapping's keys are unique, but PyYAML keeps the last of two: the user meant
+    one of them, and we must not guess which (issue #17 item 12).
+    """
+    if not stack:
+        return ""
+    parent = stack[-1]
+    path, keys, awaiting_key, index = parent[:4]
+    if keys is None:  # a sequence item
+        parent[3] += 1
+        return f"{path}[{index}]"
+    parent[2] = not awaiting_key
+    if awaiting_key:
+        if isinstance(event, yaml.ScalarEvent):
+            name = event.value
+            if name in keys:
+                line = event.start_mark.line + 1 if event.start_mark else 0
+                raise BadInput(f"{where}: {path + '.' if path else ''}{name}: duplicated key (line {line}); "
+                               "keep one of them")
+            keys.add(name)
+            parent.append(name)
+        else:
+            parent.append("?")
+        return path
+    name = parent.pop()
+    return f"{path}.{name}" if path else str(name)
 
 
 def load_json(path: Path, where: str | None = None) -> Any:
