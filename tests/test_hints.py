@@ -150,3 +150,38 @@ def test_a_branch_apply_did_not_make_is_moved_aside_as_the_hint_says(via, checko
     assert again.returncode == 0, again.stderr
     assert sh("git", "-C", checkout, "rev-parse", "--abbrev-ref", "HEAD").stdout.strip() == "overlay/main"
     assert sh("git", "-C", checkout, "rev-parse", "-q", "--verify", "overlay/main-mine", check=False).returncode == 0
+
+
+@pytest.mark.parametrize("name, spelled", [("-d", "--src=-d"), ("h\nb", "--src=$'h\\nb'"), ("x y\t'", "--src=$'x y\\t\\''")])
+def test_a_value_a_shell_or_argparse_would_misread_is_printed_so_the_hint_runs(name, spelled, upstream, tmp_path,
+                                                                                 shell_env):
+    """#17.13: `--src=-d` came back as `--src -d` (argparse: expected one argument, exit 2), and a
+    newline in a path as a space, which names another directory; both hints failed as printed."""
+    _root, env = shell_env
+    clone = _drift(upstream, tmp_path)
+    here = tmp_path / "here"
+    here.mkdir()
+    clone.rename(here / name)
+    res = subprocess.run(["patchkit", "apply", "--target", "main", f"--src={name}"], cwd=here, env=env,
+                         text=True, capture_output=True)
+    assert res.returncode == 3 and res.stderr.count("\n") == 1, res.stderr
+    hint = hint_in(res.stderr)
+    assert hint == f"patchkit apply --target main {spelled} --threeway"
+    again = subprocess.run(["bash", "-c", hint], cwd=here, env=env, text=True, capture_output=True)
+    assert again.returncode == 0, again.stderr
+    assert "needed a 3-way merge: 0001-" in again.stdout
+
+
+def test_a_make_variable_with_a_newline_comes_back_ansi_c_quoted_and_runs(upstream, tmp_path, shell_env):
+    """#17.13 through make: TRTLLM_SRC with a newline in it is printed $'...'-quoted on one line."""
+    _root, env = shell_env
+    clone = _drift(upstream, tmp_path)
+    odd = tmp_path / "h\nb"
+    clone.rename(odd)
+    res = run(["make", "-s", "apply", "TRTLLM=main", f"TRTLLM_SRC={odd}"], env)
+    assert res.returncode == 2, res.stderr
+    hint = hint_in(res.stderr)
+    assert hint == f"make apply TRTLLM=main TRTLLM_SRC=$'{tmp_path}/h\\nb' THREEWAY=1"
+    again = subprocess.run(["bash", "-c", hint], cwd=ROOT, env=env, text=True, capture_output=True)
+    assert again.returncode == 0, again.stderr
+    assert "needed a 3-way merge: 0001-" in again.stdout

@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import json
+import os
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -193,6 +194,33 @@ RESULTS = {"apply": apply_result, "check": check_results, "waivers": waivers_res
 
 
 # -- the user's vocabulary: hints said as make variables or as flags ------------------------------
+_C_ESCAPES = {"\n": "n", "\t": "t", "\r": "r", "\a": "a", "\b": "b", "\f": "f", "\v": "v"}
+
+
+def shell_word(value: str) -> str:
+    """value as one shell word that reads back byte for byte, on one line.
+
+    shlex.quote where that is printable; otherwise ANSI-C quoting ($'h\\nb', bash, zsh,
+    ksh and POSIX sh 2024), which spells control characters and undecodable bytes (kept by
+    Python as surrogate escapes) as escapes: a newline printed raw would break the one-line
+    error, and the hint would name another path (issue #17 item 13).
+    """
+    if value.isprintable() and not any("\udc80" <= c <= "\udcff" for c in value):
+        return shlex.quote(value)
+    out = []
+    for byte in os.fsencode(value):
+        c = chr(byte)
+        if c in "\\'":
+            out.append("\\" + c)
+        elif 32 <= byte < 127:
+            out.append(c)
+        elif c in _C_ESCAPES:
+            out.append("\\" + _C_ESCAPES[c])
+        else:
+            out.append(f"\\x{byte:02x}")
+    return "$'" + "".join(out) + "'"
+
+
 @dataclass(frozen=True)
 class Voice:
     """How the user called us, so that a hint is said their way and runs as printed.
@@ -229,12 +257,18 @@ class Voice:
         values = {k: merged[k] for k in [*accepted, *merged] if k in merged}
         spelled = {k: self._spelling(k, command) for k in values}
         if self.via_make and all(make for _flag, make in spelled.values()):
-            return " ".join(["make", command] + [f"{spelled[k][1]}={shlex.quote('1' if v is True else str(v))}"
+            return " ".join(["make", command] + [f"{spelled[k][1]}={shell_word('1' if v is True else str(v))}"
                                                  for k, v in values.items()])
-        words = ["patchkit", *map(shlex.quote, self.prefix), command]
+        words = ["patchkit", *map(shell_word, self.prefix), command]
         for k, v in values.items():
             for one in (v if isinstance(v, (list, tuple)) else [v]):
-                words += [spelled[k][0]] if one is True else [spelled[k][0], shlex.quote(str(one))]
+                if one is True:
+                    words.append(spelled[k][0])
+                elif str(one).startswith("-") or shell_word(str(one)).startswith("$'"):
+                    # `--src -d` reads -d as an option: glue it on (and $'...' the way it was given)
+                    words.append(f"{spelled[k][0]}={shell_word(str(one))}")
+                else:
+                    words += [spelled[k][0], shell_word(str(one))]
         return " ".join(words)
 
     def hint(self, h: Hint) -> str:
