@@ -7,11 +7,9 @@ is damaged anyway (by hand, by a disk), never a traceback.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
-from . import schema as S
+from . import atomic, schema as S
 from .errors import BadInput, Conflict
 from .git import Repo
 
@@ -35,24 +33,8 @@ def read(repo: Repo, name: str, schema: S.Check) -> dict | None:
 def write(repo: Repo, name: str, data: dict) -> None:
     f = path(repo, name)
     f.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{f.name}.", dir=f.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, f)
-    except BaseException:
-        with_suppressed_unlink(Path(tmp))
-        raise
+    atomic.write_text(f, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 def remove(repo: Repo, name: str) -> None:
     path(repo, name).unlink(missing_ok=True)
-
-
-def with_suppressed_unlink(p: Path) -> None:
-    try:
-        p.unlink()
-    except OSError:
-        pass

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from . import atomic
 from .errors import Conflict
 from .git import Repo, Sha
 
@@ -67,7 +68,7 @@ def restore(repo: Repo, snap: Snapshot) -> list[str]:
     if snap.head:
         step("restore files", repo.reset_hard)
     if snap.index is not None:
-        step("restore index", lambda: repo.index_path().write_bytes(snap.index))
+        step("restore index", lambda: atomic.write_bytes(repo.index_path(), snap.index))
     step("prune worktrees", repo.worktree_prune)
     for f in failures:
         log.warning("restoring %s: %s", repo.path, f)

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import hashlib
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -60,25 +59,23 @@ def render_context(root: Path, ps: PatchSet, repo: Repo, dest: Path, base: str, 
     res = series.apply_series(repo, commit, patches, committer_date=series.THROWAWAY_DATE)
     res.raise_on_conflict(f" to {ref}")
     paths = sorted({fc.path for p in patches for fc in p.files if fc.path and _in_package(ps, fc.path)})
-    if dest.exists():
-        shutil.rmtree(dest)
-    dest.mkdir(parents=True)
     files = []
-    for path in paths:
-        before = repo.show_file(commit, path)
-        files.append(PackageFile(path, None if before is None else hashlib.sha256(before).hexdigest()))
-        after = repo.show_file(res.tip, path)
-        if after is None:  # the series deletes it: nothing to lay over
-            continue
-        out = dest / path
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_bytes(after)
-    image = image_name(ps, base)
-    ctx = {"image": image, "base": base, "base_digest": base_digest, "target": ps.target, "ref": ref,
-           "commit": commit, "package": ps.container.package, "site_packages": ps.container.site_packages,
-           "files": files, "patchset_hash": ps.content_hash, "version": __version__}
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
-    (dest / "Containerfile").write_text(env.from_string((root / TEMPLATE).read_text()).render(**ctx))
+    with atomic.replace_dir(dest) as fresh:  # a failed render leaves the old context whole
+        for path in paths:
+            before = repo.show_file(commit, path)
+            files.append(PackageFile(path, None if before is None else hashlib.sha256(before).hexdigest()))
+            after = repo.show_file(res.tip, path)
+            if after is None:  # the series deletes it: nothing to lay over
+                continue
+            out = fresh / path
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(after)
+        image = image_name(ps, base)
+        ctx = {"image": image, "base": base, "base_digest": base_digest, "target": ps.target, "ref": ref,
+               "commit": commit, "package": ps.container.package, "site_packages": ps.container.site_packages,
+               "files": files, "patchset_hash": ps.content_hash, "version": __version__}
+        env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+        (fresh / "Containerfile").write_text(env.from_string((root / TEMPLATE).read_text()).render(**ctx))
     return ContainerResult(ps.target, base, image, str(dest), files)  # labels: the template's, read back once built
 
 

@@ -3,12 +3,11 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import shutil
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 
-from .. import progress, scratch, series
+from .. import atomic, progress, scratch, series
 from ..errors import BadInput, Hint
 from ..git import Repo
 from ..model import PatchSet
@@ -116,7 +115,7 @@ def delta(ps: PatchSet, *, repo: Repo, mode: str, report: Path, runner: Runner |
         for run in (unpatched, patched):
             if run.junit:
                 dest = report.with_name(f"{report.stem}.{run.name}.xml")
-                shutil.copyfile(run.junit, dest)
+                atomic.write_bytes(dest, Path(run.junit).read_bytes())
                 junit[run.name] = str(dest)
     d = compare.classify(unpatched, patched)
     invalid = compare.validity(unpatched) + compare.validity(patched)
@@ -130,7 +129,7 @@ def delta(ps: PatchSet, *, repo: Repo, mode: str, report: Path, runner: Runner |
                          expected, not mismatches, mismatches, not invalid, invalid, junit, str(report),
                          builder=builder, images=used or ({"unpatched": {"name": images[0]}, "patched": {"name": images[1]}}
                                            if images else {}))
-    report.write_text(json.dumps(asdict(result), indent=2, sort_keys=True) + "\n")
+    atomic.write_text(report, json.dumps(asdict(result), indent=2, sort_keys=True) + "\n")
     return result
 
 
@@ -155,5 +154,5 @@ def _fixed_upstream(ps: PatchSet, mode: str, ref: str, base: str, report: Path,
     result = DeltaResult(ps.target, mode, ref, base, list(ps.tests.all), _tree_summary(run), {}, [], [], [], [], {},
                          not_run, (ps.expected or {}).get(mode, {}), False, [], True, [], {}, str(report),
                          dict(asdict(fix), summary=fix.summary(), advice=fix.advice(), probe_mode=upstreamfix.MODE))
-    report.write_text(json.dumps(asdict(result), indent=2, sort_keys=True) + "\n")
+    atomic.write_text(report, json.dumps(asdict(result), indent=2, sort_keys=True) + "\n")
     return result

@@ -1,11 +1,10 @@
 """make pr: a signed-off branch with the series, the PR title and body, from a measured delta."""
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import schema as S, series, state
+from .. import atomic, schema as S, series, state
 from ..errors import Conflict, ExitCode, Hint, UserError
 from ..git import Repo, Sha
 from ..model import PatchSet
@@ -93,12 +92,11 @@ def pr(ps: PatchSet, *, repo: Repo, report: Path, out_dir: Path, signoff: str | 
     text = body.text
     messages = [repo.commit_info(s).message.strip() + "\n" for s in shas]
 
-    if out_dir.exists():
-        shutil.rmtree(out_dir)
-    (out_dir / "patches").mkdir(parents=True)
-    (out_dir / "title.txt").write_text(pr_title + "\n")
-    (out_dir / "body.md").write_text(text)
-    written = repo.format_series(f"{base}..{res.tip}", out_dir / "patches")
+    with atomic.replace_dir(out_dir) as fresh:  # the old PR files stay whole until the new ones are
+        (fresh / "patches").mkdir()
+        (fresh / "title.txt").write_text(pr_title + "\n")
+        (fresh / "body.md").write_text(text)
+        written = repo.format_series(f"{base}..{res.tip}", fresh / "patches")
     # The branch moves last, once everything it stands for is written; the record of what
     # make pr made comes first, naming the tip before and after, so a kill in between is no
     # reason to refuse the next run.

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import scratch
+from .. import atomic, scratch
 from ..errors import BadInput, Hint, NotFound
 from ..git import Repo
 from ..model import PatchSet
@@ -54,10 +54,8 @@ def render_patches(ps: PatchSet, repo: Repo, branch: str, waiver_out: Path | Non
         raise BadInput(f"{branch}: the waiver commit must come last (it is recomputed at apply); reorder the branch")
     keep = shas[: len(shas) - len(computed)]
     if computed and waiver_out is not None:
-        waiver_out.mkdir(parents=True, exist_ok=True)
-        for old in waiver_out.glob("*.patch"):
-            old.unlink()
-        repo.format_series(f"{computed[0]}~1..{computed[-1]}", waiver_out)
+        with atomic.replace_dir(waiver_out) as fresh:
+            repo.format_series(f"{computed[0]}~1..{computed[-1]}", fresh)
     if not keep:
         raise BadInput(f"{branch} has no commits beyond {base[:12]} to export")
     with scratch.folder("export") as tmp:
@@ -76,17 +74,16 @@ def export(ps: PatchSet, repo: Repo, branch: str, check_only: bool = False,
     result.removed = sorted(set(old) - set(new))
     if check_only or result.up_to_date:
         return result
-    for name in result.removed:
-        (ps.root / name).unlink()
-    for name in result.changed:
-        (ps.root / name).write_bytes(new[name])
+    files: dict[Path, bytes | None] = {ps.root / name: None for name in result.removed}
+    files.update({ps.root / name: new[name] for name in result.changed})
     if sorted(old) != sorted(new) or [p.name for p in ps.patches] != sorted(new):
-        _write_series(ps, sorted(new))
+        files[ps.root / "patchset.yaml"] = _series_block(ps, sorted(new), new).encode()
+    atomic.write_all(files)  # all staged and synced first: a full disk changes none of them
     return result
 
 
-def _write_series(ps: PatchSet, names: list[str]) -> None:
-    """Rewrite only the series block of patchset.yaml; comments and the rest stay as they are."""
+def _series_block(ps: PatchSet, names: list[str], new: dict[str, bytes]) -> str:
+    """patchset.yaml with only its series block rewritten; comments and the rest stay as they are."""
     meta = ps.root / "patchset.yaml"
     text = meta.read_text()
     flags = {p.name: p.tests_only for p in ps.patches}
@@ -95,7 +92,7 @@ def _write_series(ps: PatchSet, names: list[str]) -> None:
         lines.append(f"  - file: {name}\n")
         tests_only = flags.get(name)
         if tests_only is None:  # a new patch: test-only when it only touches tests/
-            data = (ps.root / name).read_text()
+            data = new[name].decode("utf-8", "replace")
             paths = re.findall(r"^diff --git a/(\S+) b/", data, re.M)
             tests_only = bool(paths) and all(p.startswith("tests/") for p in paths)
         if tests_only:
@@ -103,4 +100,4 @@ def _write_series(ps: PatchSet, names: list[str]) -> None:
     block = re.compile(r"^series:\n(?:[ \t]+.*\n|[ \t]*-.*\n)*", re.M)
     if not block.search(text):
         raise BadInput(f"{meta}: no series block to update")
-    meta.write_text(block.sub("".join(lines), text, count=1))
+    return block.sub("".join(lines), text, count=1)
