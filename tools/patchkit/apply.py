@@ -191,10 +191,31 @@ def refuse_untracked(repo: Repo, tip: str) -> None:
 
 
 def _checkout(repo: Repo, rev: str) -> None:
+    before = repo.head()
     try:
-        repo.checkout(rev)
+        said = repo.checkout(rev)
     except GitError as exc:
         raise Conflict(f"checking out {rev} failed in {repo.path}: {exc.first_line()}") from exc
+    _verify_checkout(repo, rev, before, said)
+
+
+def _verify_checkout(repo: Repo, rev: str, before: str | None, said: str) -> None:
+    """The work tree matches rev after git checkout, or Conflict naming the path it could not write.
+
+    git checkout exits 0 when a file cannot be written or removed (chattr +i, a read-only
+    folder for a user who is not root): apply said "applied" while the files were main's
+    (issue #17 item 7). Tracked files must match HEAD, and the files rev does not have must
+    be gone.
+    """
+    left = repo.is_dirty()
+    if before:
+        left += [p for p in repo.added_paths(rev, before) if os.path.lexists(repo.path / p)]
+    if not left:
+        return
+    errors = [line.removeprefix("error: ") for line in said.splitlines() if line.startswith("error:")]
+    cause = next((e for e in errors if left[0] in e), errors[0] if errors else "it is not writable")
+    more = f" (and {len(left) - 1} more)" if len(left) > 1 else ""
+    raise Conflict(f"checking out {rev} could not write {repo.path / left[0]}{more}: {cause}")
 
 
 @dataclass

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from . import atomic
-from .errors import Conflict
+from .errors import CommandError, Conflict
 from .git import Repo, Sha
 
 log = logging.getLogger("patchkit.transaction")
@@ -51,10 +51,11 @@ def restore(repo: Repo, snap: Snapshot) -> list[str]:
         try:
             fn(*args)
         except Exception as exc:  # noqa: BLE001 - collected and reported, never swallowed
-            failures.append(f"{what}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
+            failures.append(f"{what}: {_cause(exc)}")
 
     now: dict[str, Sha] = {}
-    step("read refs", lambda: now.update(repo.refs()))
+    moved_to: list[Sha | None] = []
+    step("read refs", lambda: (now.update(repo.refs()), moved_to.append(repo.head())))
     for ref, sha in now.items():
         if ref not in snap.refs:
             step(f"delete {ref}", repo.delete_ref, ref, sha)
@@ -66,13 +67,50 @@ def restore(repo: Repo, snap: Snapshot) -> list[str]:
     elif snap.head:
         step("restore HEAD", repo.detach_head, snap.head)
     if snap.head:
-        step("restore files", repo.reset_hard)
+        step("restore files", _restore_files, repo, snap, moved_to[0] if moved_to else None)
     if snap.index is not None:
         step("restore index", lambda: atomic.write_bytes(repo.index_path(), snap.index))
     step("prune worktrees", repo.worktree_prune)
     for f in failures:
         log.warning("restoring %s: %s", repo.path, f)
     return failures
+
+
+def _restore_files(repo: Repo, snap: Snapshot, moved_to: Sha | None) -> None:
+    """Tracked files back to HEAD, even when a file could never be written (#17 item 7).
+
+    reset --hard against the index the failed step left wants to rewrite a file that a
+    checkout could not write (chattr +i), and fails on it. Then: the old index back (its stat
+    data matches the files that never changed, so git leaves them alone), reset --hard again,
+    and the files the failed checkout created removed, as reset --hard would have (git
+    checkout refuses to overwrite untracked files, so each of them is the checkout's).
+    """
+    try:
+        repo.reset_hard()
+        return
+    except CommandError:
+        if snap.index is None or not snap.head:
+            raise
+    atomic.write_bytes(repo.index_path(), snap.index)
+    repo.reset_hard()
+    if moved_to and moved_to != snap.head:
+        for rel in repo.added_paths(snap.head, moved_to):
+            path = repo.path / rel
+            if path.is_symlink() or path.is_file():
+                path.unlink()
+                with contextlib.suppress(OSError):  # the folders it made, as far as they are empty
+                    for parent in path.relative_to(repo.path).parents[:-1]:
+                        (repo.path / parent).rmdir()
+
+
+def _cause(exc: Exception) -> str:
+    """The reason a restoring step failed, in the tool's own words, with the path it is about."""
+    if isinstance(exc, CommandError):
+        return exc.first_line()
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
+    text = str(exc)
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def require_clean(repo: Repo) -> None:

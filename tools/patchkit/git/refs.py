@@ -69,9 +69,14 @@ class RefsMixin:
         text = self._run("status", "--porcelain", "--untracked-files=no").text
         return [line[3:] for line in text.splitlines() if line.strip()]
 
-    def checkout(self, rev: str) -> None:
-        """Switch the work tree to rev (a branch name, or a commit: detached)."""
-        self._run("checkout", "-q", rev, "--")
+    def checkout(self, rev: str) -> str:
+        """Switch the work tree to rev (a branch name, or a commit: detached); git's complaints.
+
+        git checkout exits 0 when it could not write a file (an immutable or read-only work
+        tree: `error: unable to unlink old '<path>': Operation not permitted`), so what it said
+        is returned for the caller that checks the work tree afterwards.
+        """
+        return self._run("checkout", "-q", rev, "--").stderr
 
     def reset_hard(self) -> None:
         """Index and tracked files back to HEAD; untracked files stay."""
