@@ -7,7 +7,7 @@ from pathlib import Path, PurePosixPath
 
 import jinja2
 
-from .. import __version__, progress, scratch, series
+from .. import __version__, atomic, progress, scratch, series
 from ..errors import CommandError, Conflict, Hint, NotFound, ToolMissing
 from ..git import Repo
 from ..model import PatchSet
