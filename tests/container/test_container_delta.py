@@ -144,3 +144,47 @@ def test_delta_without_the_base_says_so(miniature_template, tmp_path, capsys):
     assert code == 4 and err == ("patchkit: error: the base image localhost/nope:1 is not in buildah's store; "
                                  f"run: patchkit --root {ROOT} container --target rc25 --src {miniature_template} "
                                  "--base localhost/nope:1 --builder buildah (it pulls the base and builds the patched image)\n")
+
+
+@pytest.fixture(scope="session")
+def pythonpath_base(python_base, storage):
+    """The rc25 release made so that its Python finds pytest only through the image's own
+    PYTHONPATH (its config's Env), as some base images do."""
+    from patchkit.container import runtime
+    base = python_base("v1.3.0rc25")
+    name = "localhost/test-pyrelease-pythonpath:1.3.0rc25"
+    with in_store(storage):
+        ctr = sh("buildah", "from", "--pull=never", "-q", base).stdout.strip()
+        try:
+            mnt = Path(sh("buildah", "mount", ctr).stdout.strip())
+            site = mnt / runtime.interpreter().site.lstrip("/")
+            deps = mnt / "opt" / "pydeps"
+            deps.mkdir(parents=True)
+            for entry in site.iterdir():
+                if entry.suffix != ".pth":  # .pth files work only in a site directory
+                    entry.rename(deps / entry.name)
+            sh("buildah", "umount", ctr)
+            sh("buildah", "config", "--env", "PYTHONPATH=/opt/pydeps", ctr)
+            sh("buildah", "commit", "-q", ctr, name)
+        finally:
+            sh("buildah", "rm", ctr, check=False)
+    return name
+
+
+def test_container_delta_keeps_the_images_own_pythonpath(pythonpath_base, storage, miniature_template, upstream,
+                                                         tmp_path):
+    """#17.14: the delta set PYTHONPATH to its plugin folder alone, so a base whose Python finds
+    pytest through PYTHONPATH found no pytest: 0 outcomes in both trees."""
+    with in_store(storage):
+        built = make("container", "TRTLLM=rc25", f"TRTLLM_SRC={miniature_template}", f"BASE={pythonpath_base}",
+                     "BUILDER=buildah")
+        assert built.returncode == 0, built.stderr
+        report = tmp_path / "rc25.json"
+        res = make("delta", "TRTLLM=rc25", f"TRTLLM_SRC={upstream}", "MODE=container", f"BASE={pythonpath_base}",
+                   "BUILDER=buildah", f"REPORT={report}")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "verdict: matches the declared delta" in res.stdout
+    data = json.loads(report.read_text())
+    declared = patchset.load(ROOT, "rc25").expected["container"][REGRESSION]
+    for tree in ("unpatched", "patched"):
+        assert per_file(data[tree]["tests"], REGRESSION) == {k: v for k, v in declared[tree].items() if v}, tree

@@ -37,6 +37,12 @@ class Image:
     id: str
     digest: str
     labels: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)  # its config's Env: what a process in it starts with
+
+
+def _env(pairs: list[str] | None) -> dict[str, str]:
+    """An image config's Env (["KEY=value", ...]) as a dict."""
+    return dict(p.split("=", 1) for p in pairs or [] if "=" in p)
 
 
 class Builder(Protocol):
@@ -134,8 +140,9 @@ class DockerLike(_Cli):
             return None
         data = json.loads(res.stdout)[0]
         digests = [d.split("@", 1)[-1] for d in data.get("RepoDigests") or []]
+        config = data.get("Config") or {}
         return Image(image, data["Id"], digests[0] if digests else data["Id"],
-                     dict((data.get("Config") or {}).get("Labels") or {}))
+                     dict(config.get("Labels") or {}), _env(config.get("Env")))
 
     def push(self, name: str, dest: str, tls_verify: bool) -> None:
         self._run("tag", name, dest)
@@ -168,8 +175,9 @@ class Buildah(_Cli):
         if res.returncode != 0:
             return None
         data = json.loads(res.stdout)
+        config = data["OCIv1"].get("config", {})
         return Image(image, data["FromImageID"], data["FromImageDigest"],
-                     dict(data["OCIv1"].get("config", {}).get("Labels") or {}))
+                     dict(config.get("Labels") or {}), _env(config.get("Env")))
 
     def push(self, name: str, dest: str, tls_verify: bool) -> None:
         try:

@@ -83,7 +83,9 @@ def delta(ps: PatchSet, *, repo: Repo, mode: str, report: Path, runner: Runner |
         found = container_images.resolve(ps, commit=base, base=base_image, builder_name=builder_name)
         runner = runner or ContainerRunner(found.builder)
         images, builder = (found.unpatched.name, found.patched.name), found.builder.name
-        used = {"unpatched": asdict(found.unpatched), "patched": asdict(found.patched)}
+        # The report names each image; its environment is the image's business, not the report's.
+        used = {k: {f: v for f, v in asdict(img).items() if f != "env"}
+                for k, img in (("unpatched", found.unpatched), ("patched", found.patched))}
     if runner is None:
         runner = SourceRunner()
     _writable(report)

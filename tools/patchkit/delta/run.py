@@ -87,6 +87,14 @@ class ContainerRunner:
         return [self.python, "-m", "pytest", "-p", "reportplugin", "--rootdir", CONTAINER_TREE,
                 *_pytest_args(tests, f"{CONTAINER_OUT}/{job.name}.json", f"{CONTAINER_OUT}/{job.name}.xml")]
 
+    def env(self, image: str) -> dict[str, str]:
+        """What the run adds to the image's own environment: our plugin's folder after the
+        image's PYTHONPATH, never instead of it (a base whose Python finds pytest through
+        PYTHONPATH found nothing: 0 outcomes in both trees, issue #17 item 14)."""
+        found = self.builder.inspect(image)
+        theirs = found.env.get("PYTHONPATH", "") if found else ""
+        return {"PYTHONPATH": ":".join(filter(None, [theirs, CONTAINER_PLUGIN]))}
+
     @staticmethod
     def mounts(job: Job) -> list["Mount"]:
         from ..container.builders import Mount
@@ -99,7 +107,7 @@ class ContainerRunner:
         # One after the other: each run starts a container from a whole image, and two at once
         # only compete for the same disk.
         results = [self.builder.run(j.image, self.argv(j, tests), mounts=self.mounts(j), workdir=CONTAINER_TREE,
-                                    env={"PYTHONPATH": CONTAINER_PLUGIN}) for j in jobs]
+                                    env=self.env(j.image)) for j in jobs]
         runs = [_read(j, r.returncode, r.stdout + "\n" + r.stderr) for j, r in zip(jobs, results)]
         for j, run in zip(jobs, runs):
             if run.stderr:
