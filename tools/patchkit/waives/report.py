@@ -6,9 +6,7 @@ from dataclasses import dataclass, field
 from ..git import Repo
 from ..model import TEST_DB, WAIVES_FILE, PatchSet
 from .edit import compute, load_stages, read_waives
-from .match import Matcher
-from .narrow import Narrowing, gc_paused, test_id
-from .parse import parse_waives
+from .narrow import Narrowing, indexed, test_id
 
 
 @dataclass
@@ -41,8 +39,7 @@ def report(ps: PatchSet, repo: Repo, ref: str) -> WaiverReport:
 
 
 def _per_test(tests: list[str], text: str, stages, name: str) -> list[TestWaivers]:
-    with gc_paused():
-        matcher = Matcher(parse_waives(text, name), stages)
+    _entries, matcher = indexed(text, stages, name)
     out = []
     for t in tests:
         tw = TestWaivers(t)
