@@ -76,4 +76,6 @@ def test_the_waiver_bench_runs_the_real_step_on_a_grown_upstream(tmp_path):
     mini = ROOT / "tests/fixtures/miniature/base/tests/unittest/_torch/executor"
     others = [p for p in mini.rglob("test_*.py") if p.name != "test_cross_kv_cache_layout.py"]
     assert (b.lines, b.test_files, b.removed, b.added) == (3000, 150, 1, len(others))
-    assert render_waiver_bench(b).startswith("waiver step on a 3,000-line waives.txt and 150 test files: ")
+    assert render_waiver_bench(b).startswith("make waivers on a 3,000-line waives.txt and 150 test files: ")
+    # #17.16: the whole command is measured, and it contains the step (it was only the step)
+    assert b.command_seconds > b.seconds > 0 and b.command_cpu_seconds > 0

@@ -66,10 +66,11 @@ def container_bench(b: ContainerBench | str) -> str:
 
 
 def waiver_bench(b: WaiverBench) -> str:
-    verdict = "under" if b.seconds < b.target_seconds else "OVER"
-    return (f"waiver step on a {b.lines:,}-line waives.txt and {b.test_files:,} test files: {b.seconds:.2f} s "
-            f"(cpu {b.cpu_seconds:.2f} s; {verdict} the {b.target_seconds:.0f} s target); "
-            f"{b.removed} line(s) narrowed into {b.added}")
+    verdict = "under" if b.command_seconds < b.target_seconds else "OVER"
+    return (f"make waivers on a {b.lines:,}-line waives.txt and {b.test_files:,} test files: "
+            f"{b.command_seconds:.2f} s (cpu {b.command_cpu_seconds:.2f} s; {verdict} the {b.target_seconds:.0f} s "
+            f"target); of which the waiver step {b.seconds:.2f} s (cpu {b.cpu_seconds:.2f} s); "
+            f{b.removed} line(s) narrowed into {b.added}")
 
 
 # Each section's result, as text; a section skipped says why (a str).

@@ -2,18 +2,22 @@
 
 The upstream is the miniature at its rc25 tag plus one commit (git fast-import) that grows
 waives.txt to `lines` lines of every form upstream uses, adds `files` test files and a test-db
-stage listing their directories. What is timed is what apply does for the waiver commit:
-read waives.txt and the test-db from the ref, list the test files, parse, match, narrow, prove.
+stage listing their directories. Timed: the whole `make waivers` command (a new
+interpreter running `patchkit waivers`, which the 2 s target is for), and inside it the step
+apply does for the waiver commit: read waives.txt and the test-db from the ref, list the test
+files, parse, match, narrow, prove.
 """
 from __future__ import annotations
 
 import random
+import resource
 import shutil
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import miniature, patchset, progress
+from .. import miniature, patchset, proc, progress
 from ..git import Repo
 from ..model import TEST_DB, WAIVES_FILE
 from ..waives.edit import compute, read_waives
@@ -25,11 +29,13 @@ TAG = "v1.3.0rc25"
 class WaiverBench:
     lines: int
     test_files: int
-    seconds: float  # best of the runs, wall clock
+    seconds: float  # the waiver step alone: best of the runs, wall clock
     cpu_seconds: float  # that run's process CPU time (the machine may be shared)
     removed: int
     added: int
-    target_seconds: float = 2.0
+    command_seconds: float = 0.0  # the whole `make waivers` command (patchkit waivers): best wall clock
+    command_cpu_seconds: float = 0.0  # that run's CPU time (user + system)
+    target_seconds: float = 2.0  # for the whole command: what a user waits for (#17 item 16)
 
 
 def _waiver_lines(n: int, files: int, rng: random.Random) -> list[str]:
@@ -95,4 +101,24 @@ def waiver_bench(root: Path, workdir: Path, lines: int = 100_000, files: int = 5
         best = run if best is None or run[0] < best[0] else best
     seconds, cpu, n = best
     total = len((read_waives(repo, TAG, intent.waives_file) or "").splitlines())
-    return WaiverBench(total, files, seconds, cpu, len(n.removed), len(n.added))
+    wall, cpu_all = _whole_command(root, dest, lines, repeat)
+    return WaiverBench(total, files, seconds, cpu, len(n.removed), len(n.added), wall, cpu_all)
+
+
+def _whole_command(root: Path, dest: Path, lines: int, repeat: int) -> tuple[float, float]:
+    """Best-of-`repeat` wall and CPU time of `patchkit waivers` on dest, as `make waivers` runs it:
+    a new interpreter, its imports, reading the set, the report before and after, the output.
+    The inner step above was 2 s while the command took 3.5 s (issue #17 item 16)."""
+    argv = [sys.executable, "-m", "patchkit", "--root", str(root), "waivers", "--target", "rc25", "--src", str(dest)]
+    best: tuple[float, float] | None = None
+    for i in range(repeat):
+        with progress.step(f"measuring: make waivers on a {lines:,}-line waives.txt ({i + 1}/{repeat})"):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            t0 = time.perf_counter()
+            proc.run(argv)
+            wall = time.perf_counter() - t0
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        best = (wall, cpu) if best is None or wall < best[0] else best
+    assert best is not None
+    return best
