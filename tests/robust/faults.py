@@ -1,6 +1,8 @@
 """Fault injection: a git on PATH that fails, or SIGKILLs patchkit, at its Nth call.
 
-FAULT_N=n (1-based; 0 counts only), FAULT_MODE=fail|kill-before|kill-after, FAULT_COUNTER
+FAULT_N=n (1-based; 0 counts only), FAULT_MODE=fail|fail-writes-from|kill-before|kill-after
+(fail-writes-from: from that call on, every git command that writes fails, as with read-only
+refs or a failing reference-transaction hook, so a rollback fails too), FAULT_COUNTER
 a file that counts calls, FAULT_PID the patchkit process to kill (the launcher execs into
 it, so its pid is known before it starts). Nested git calls (clone's upload-pack) count too.
 """
@@ -18,6 +20,16 @@ from helpers import ROOT
 WRAPPER = r'''#!/bin/sh
 n=$(( $(cat "$FAULT_COUNTER" 2>/dev/null || echo 0) + 1 ))
 echo $n > "$FAULT_COUNTER"
+if [ "$FAULT_MODE" = fail-writes-from ] && [ "$FAULT_N" -gt 0 ] && [ "$n" -ge "$FAULT_N" ]; then
+  for a in "$@"; do
+    case "$a" in
+      update-ref|checkout|reset|branch|worktree|commit|read-tree|cherry-pick|am|merge)
+        echo "fatal: injected failure at git call $n: cannot write ($a)" >&2; exit 128 ;;
+      refs/*) case " $* " in *" symbolic-ref "*)  # symbolic-ref HEAD refs/heads/x: a write
+        echo "fatal: injected failure at git call $n: cannot write (symbolic-ref)" >&2; exit 128 ;; esac ;;
+    esac
+  done
+fi
 if [ "$n" = "$FAULT_N" ]; then
   case "$FAULT_MODE" in
     fail) echo "fatal: injected failure at git call $n" >&2; exit 128 ;;

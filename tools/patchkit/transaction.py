@@ -39,40 +39,51 @@ def snapshot(repo: Repo) -> Snapshot:
     )
 
 
-def restore(repo: Repo, snap: Snapshot) -> list[str]:
+def restore(repo: Repo, snap: Snapshot, finish: list[str] | None = None) -> list[str]:
     """Put refs, HEAD, index and tracked files back as they were in snap.
 
     Every step is tried even when an earlier one fails (a failing git must not leave the
-    rest undone); the failures are returned, one line each.
+    rest undone); the failures are returned, one line each, with the cause in the tool's own
+    words and the path it is about. For each failed step, `finish` gets the git command that
+    does it by hand, in order (#17 item 8: say what is left and how to finish).
     """
     failures: list[str] = []
+    finish = finish if finish is not None else []
+    git = repo.user_command
 
-    def step(what: str, fn, *args) -> None:
+    def step(what: str, fix: str, fn, *args) -> None:
         try:
             fn(*args)
         except Exception as exc:  # noqa: BLE001 - collected and reported, never swallowed
             failures.append(f"{what}: {_cause(exc)}")
+            if fix not in finish:
+                finish.append(fix)
 
     now: dict[str, Sha] = {}
     moved_to: list[Sha | None] = []
-    step("read refs", lambda: (now.update(repo.refs()), moved_to.append(repo.head())))
+    step("read refs", git("status"), lambda: (now.update(repo.refs()), moved_to.append(repo.head())))
     for ref, sha in now.items():
         if ref not in snap.refs:
-            step(f"delete {ref}", repo.delete_ref, ref, sha)
+            step(f"delete {ref}", git("update-ref", "-d", ref), repo.delete_ref, ref, sha)
     for ref, sha in snap.refs.items():
         if now.get(ref) != sha:
-            step(f"reset {ref}", repo.set_ref, ref, sha, "patchkit: restore")
+            step(f"reset {ref}", git("update-ref", ref, sha), repo.set_ref, ref, sha, "patchkit: restore")
     if snap.symbolic_head:
-        step("restore HEAD", repo.set_symbolic_head, snap.symbolic_head)
+        step("restore HEAD", git("symbolic-ref", "HEAD", snap.symbolic_head), repo.set_symbolic_head,
+             snap.symbolic_head)
     elif snap.head:
-        step("restore HEAD", repo.detach_head, snap.head)
+        step("restore HEAD", git("update-ref", "--no-deref", "HEAD", snap.head), repo.detach_head, snap.head)
+    # The commands that use a transaction refuse a checkout with tracked changes, so the index
+    # was HEAD's: reset --hard finishes both files and index by hand.
     if snap.head:
-        step("restore files", _restore_files, repo, snap, moved_to[0] if moved_to else None)
+        step("restore files", git("reset", "-q", "--hard"), _restore_files, repo, snap,
+             moved_to[0] if moved_to else None)
     if snap.index is not None:
-        step("restore index", lambda: atomic.write_bytes(repo.index_path(), snap.index))
-    step("prune worktrees", repo.worktree_prune)
-    for f in failures:
-        log.warning("restoring %s: %s", repo.path, f)
+        step("restore index", git("reset", "-q", "--hard"),
+             lambda: atomic.write_bytes(repo.index_path(), snap.index))
+    step("prune worktrees", git("worktree", "prune"), repo.worktree_prune)
+    for f in failures:  # debug: the one line on stderr already says them (logging's fallback
+        log.debug("restoring %s: %s", repo.path, f)  # printed each warning as a line of its own)
     return failures
 
 
@@ -130,7 +141,9 @@ def transaction(repo: Repo) -> Iterator[Snapshot]:
         yield snap
     except BaseException as exc:
         log.info("restoring %s after a failure", repo.path)
-        failures = restore(repo, snap)
+        finish: list[str] = []
+        failures = restore(repo, snap, finish)
         if failures:
-            exc.add_note(f"restoring {repo.path} failed at: " + "; ".join(failures))
+            exc.add_note(f"restoring {repo.path} failed at: " + "; ".join(failures)
+                         + "; to finish the restore, run: " + " && ".join(finish))
         raise
