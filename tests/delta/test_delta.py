@@ -145,10 +145,17 @@ class FakeBuilder:
 
     def __init__(self) -> None:
         self.calls: list[tuple] = []
+        self.envs: list[dict] = []
+
+    def inspect(self, image):
+        """The base sets PYTHONPATH in its config, as some images do (#17 item 14); the other has none."""
+        from patchkit.container.builders import Image
+        return Image(image, "id", "sha256:" + "d" * 64, env={"PYTHONPATH": "/opt/deps"} if "nvcr.io" in image else {})
 
     def run(self, image, argv, *, mounts, workdir, env):
         tree = next(m.host for m in mounts if m.at == "/patchkit/tree")
         self.calls.append((image, argv, mounts, sorted(p.name for p in tree.iterdir())))
+        self.envs.append(env)
         out = next(m.host for m in mounts if not m.read_only)
         n_fail = 23 if "nvcr.io" in image else 0
         tests = {f"{REGRESSION}::t{i}": {"outcome": "failed" if i < n_fail else "passed", "reason": ""} for i in range(30)}
@@ -171,6 +178,8 @@ def test_container_mode_runs_the_same_selection_in_both_images(miniature_templat
         assert next(m for m in mounts if m.at == "/patchkit/tree").read_only
         assert listing == ["tests"]  # no copy of the package beside the tests
     assert res.images == {"unpatched": {"name": images[0]}, "patched": {"name": images[1]}}
+    # the plugin's folder is added to the image's own PYTHONPATH, never in its place
+    assert [e["PYTHONPATH"] for e in fake.envs] == ["/opt/deps:/patchkit/plugin", "/patchkit/plugin"]
 
 
 def test_container_mode_without_a_builder_says_so(miniature_template, tmp_path, monkeypatch, capsys):
