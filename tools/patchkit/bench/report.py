@@ -70,7 +70,7 @@ def waiver_bench(b: WaiverBench) -> str:
     return (f"make waivers on a {b.lines:,}-line waives.txt and {b.test_files:,} test files: "
             f"{b.command_seconds:.2f} s (cpu {b.command_cpu_seconds:.2f} s; {verdict} the {b.target_seconds:.0f} s "
             f"target); of which the waiver step {b.seconds:.2f} s (cpu {b.cpu_seconds:.2f} s); "
-            f{b.removed} line(s) narrowed into {b.added}")
+            f"{b.removed} line(s) narrowed into {b.added}")
 
 
 # Each section's result, as text; a section skipped says why (a str).
