@@ -64,10 +64,11 @@ def run_with_failing(tmp_path: Path, subcommand: str, *argv: str) -> subprocess.
 def test_a_failing_check_ref_format_is_not_an_invalid_branch_name(tmp_path, checkout):
     """#17.10: a check-ref-format that fails (exit 128) was reported as
     "patchset.yaml: branch: 'overlay/rc25' is not a valid branch name" (exit 2); only git's
-    verdict on a name it ran cleanly may call the name invalid."""
+    verdict on a name it ran cleanly may call the name invalid. The set's names are now checked
+    by names.py (git's rules, compared with git itself in tests/test_names.py), so a failing
+    check-ref-format can no longer reach the verdict at all: check runs as usual."""
     res = run_with_failing(tmp_path, "check-ref-format", "check", "--src", str(checkout))
-    assert (res.returncode, res.stderr.count("\n")) == (3, 1), res.stderr
-    assert "fatal: simulated failure of check-ref-format" in res.stderr
+    assert res.returncode == 0, res.stderr
     assert "not a valid" not in res.stderr
 
 

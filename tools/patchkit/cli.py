@@ -359,7 +359,8 @@ def main(argv: list[str] | None = None) -> int:
         # The filesystem said no (a path too long or not a directory, no permission, no space):
         # the user's paths or machine, not a bug; one line naming the path.
         name = str(exc.filename or "")
-        name = name if len(name) <= 120 else name[:60] + "..." + name[-40:]
+        # Shortened only when absurd (ENAMETOOLONG bait): a real path is said whole, so it can be acted on.
+        name = name if len(name) <= 1000 else name[:500] + "..." + name[-200:]
         bad_path = exc.errno in (errno.ENAMETOOLONG, errno.ENOTDIR, errno.EINVAL, errno.ELOOP, errno.EISDIR)
         print(f"patchkit: error: {exc.strerror or exc}: {name}", file=sys.stderr)
         return ExitCode.USAGE if bad_path else ExitCode.CONFLICT
