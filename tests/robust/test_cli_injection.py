@@ -20,7 +20,7 @@ PAYLOADS = ["x;touch {p}", "--orphan=$(touch {p})", "`touch {p}`\nSigned-off-by:
 def valid(name: str, checkout) -> dict[str, str]:
     """Values that work, for the options a payload is not in."""
     return {"--target": "rc25", "--src": str(checkout), "--branch": "main", "--registry": "localhost:1/x",
-            "--dest": "mini", "--signoff": "A B <a@b.c>"}
+            "--dest": "mini", "--signoff": "A B <a@b.c>", "--reports": "reports"}
 
 
 def test_every_cli_option_with_hostile_values(capsys, checkout, tmp_path, monkeypatch):

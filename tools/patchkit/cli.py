@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from . import __version__, lock, progress, apply as apply_mod, bench, check as check_mod, demo, miniature, patchset, render, scratch
+from .ci import summary as ci_summary, workflow as ci_workflow
 from .container import build as cbuild
 from .delta import command as delta_cmd
 from .git import GitError, Repo
@@ -184,6 +185,17 @@ def _radar(root, args):
     return res
 
 
+def _workflow(root, args):
+    labels = ci_workflow.gpu_runner_labels(args.gpu_runner) if args.gpu_runner is not None else None  # None: keep the file's
+    return ci_workflow.write(root, labels, check=args.check)
+
+
+def _summary(root, args):
+    step = os.environ.get("GITHUB_STEP_SUMMARY")  # GitHub Actions: the job's Markdown page
+    return ci_summary.summarize(root, args.reports, (args.out or root / "build" / "summary").resolve(),
+                                Path(step) if step else None)
+
+
 def _bench(root, args):
     work = args.workdir.resolve()
     return bench.run(root, work, bench.Options(files=args.files, commits=args.commits))
@@ -260,6 +272,18 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
             "make miniature DEST=/tmp/mini\npatchkit miniature --dest /tmp/mini"),
     Command("targets", "list the patch sets", (), lambda root, args: [patchset.load(root, t) for t in patchset.targets(root)],
             render.targets, "make targets\npatchkit targets"),
+    Command("workflow", "render .github/workflows/patchkit.yml: every target's jobs, from the sets on disk",
+            (arg("--gpu-runner", "GPU_RUNNER", "the container job's runner labels (default: self-hosted,gpu)"),
+             arg("--check", None, "change nothing; exit 1 when the file is stale", action="store_true")),
+            _workflow, render.workflow_result,
+            "make workflow GPU_RUNNER=self-hosted,gpu\npatchkit workflow --gpu-runner self-hosted,gpu",
+            lambda res: _mismatch_unless(res.ok)),
+    Command("summary", "merge delta, lint and radar reports into one table (Markdown and JSON)",
+            (arg("--reports", "REPORTS", "the folder of reports (searched for *.json)", type=Path, required=True),
+             arg("--out", None, "where to write summary.md and summary.json (default: build/summary)", type=Path)),
+            _summary, render.summary_result,
+            "make summary REPORTS=reports\npatchkit summary --reports reports",
+            lambda res: _mismatch_unless(res.ok)),
     Command("bench", "measure the cold start by clone method, the delta, the image build, the waiver step, the radar",
             (WORKDIR, arg("--files", None, "files of the generated upstream (default 15,000)", type=int),
              arg("--commits", None, "commits of the generated upstream (default 5,000)", type=int)),

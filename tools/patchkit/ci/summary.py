@@ -1,0 +1,207 @@
+"""make summary: many delta, lint and radar reports (a workflow's artifacts) as one table.
+
+One row per target, check and upstream commit: reports measured at different upstream
+commits are never merged into one row, and a target measured at more than one commit, or a
+report made for another version of its patch set, is flagged. Any file that is not such a
+report (bad, foreign or truncated JSON) is one line and exit 2: a summary that skipped it
+would say less than it seems to.
+"""
+from __future__ import annotations
+
+import importlib.resources
+import json
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import jinja2
+
+from .. import patchset, schema as S
+from ..errors import BadInput, NotFound
+
+GOOD = ("matches", "fixed upstream", "clean", "unchanged")
+
+
+@dataclass(frozen=True)
+class Row:
+    target: str
+    check: str  # "delta source", "delta container", "lint", "radar"
+    upstream_commit: str
+    counts: str
+    verdict: str
+    flags: tuple[str, ...]
+    reports: tuple[str, ...]  # the files, relative to REPORTS
+    ok: bool = False  # the verdict is a good one and nothing is flagged
+
+
+def _row(target: str, check: str, commit: str, counts: str, verdict: str, flags: list[str], reports: list[str]) -> Row:
+    return Row(target, check, commit, counts, verdict, tuple(flags), tuple(reports), verdict in GOOD and not flags)
+
+
+@dataclass
+class SummaryResult:
+    reports_dir: str
+    rows: list[Row]
+    ok: bool
+    markdown: str = ""
+    written: list[str] = field(default_factory=list)
+
+
+# -- the report kinds: how each is recognised, checked and read into a row ------------------
+_TREE = S.record({k: S.optional(S.count(), 0) for k in ("passed", "failed", "error", "skipped", "not_run")},
+                 unknown=True)
+_DELTA = S.record({
+    "target": S.string(), "mode": S.string(), "upstream_commit": S.string(), "upstream_ref": S.string(),
+    "matches_expected": S.boolean(), "valid": S.boolean(), "unpatched": _TREE, "patched": S.optional(_TREE),
+    "expected": S.optional(S.mapping_of(S.string(), S.record({}, unknown=True))),
+    "tests": S.optional(S.list_of(S.string())),
+    "fixed_upstream": S.optional(S.record({}, unknown=True)),
+}, unknown=True)
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    keys: frozenset[str]  # a report of this kind has all of these
+    check: Callable[[Any, str, str], Any]
+    read: Callable[[dict], tuple[str, str, str, str, str]]  # -> target, check, commit, counts, verdict
+    stale: Callable[[dict, Any], str | None] = lambda data, ps: None  # ps: the set on disk
+
+
+def _counts(tree: dict) -> str:
+    return ", ".join(f"{tree[k]} {k.replace('_', ' ')}" for k in ("passed", "failed", "error", "skipped", "not_run")
+                     if tree.get(k)) or "no tests"
+
+
+def _delta_row(d: dict) -> tuple[str, str, str, str, str]:
+    counts = f"unpatched {_counts(d['unpatched'])}"
+    if d.get("patched"):
+        counts += f" → patched {_counts(d['patched'])}"
+    if d.get("fixed_upstream"):
+        verdict = "fixed upstream"
+    elif not d["valid"]:
+        verdict = "invalid"
+    else:
+        verdict = "matches" if d["matches_expected"] else "mismatch"
+    return d["target"], f"delta {d['mode']}", d["upstream_commit"], counts, verdict
+
+
+def _delta_stale(d: dict, ps) -> str | None:
+    """A report graded against expectations, or for tests, that the set no longer declares."""
+    if "expected" in d and d["expected"] != (ps.expected or {}).get(d["mode"], {}):
+        return "stale: the set's expected delta changed since"
+    if "tests" in d and list(d["tests"]) != list(ps.tests.all):
+        return "stale: the set's tests changed since"
+    return None
+
+
+KINDS: list[Kind] = [
+    Kind("delta", frozenset({"target", "mode", "upstream_commit", "matches_expected", "unpatched"}), _DELTA,
+         _delta_row, _delta_stale),
+]
+
+
+def _load(path: Path, where: str) -> Any:
+    text = S.read_text(path, where)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        if exc.pos >= len(text.rstrip()):
+            raise BadInput(f"{where}: truncated: the JSON ends at line {exc.lineno} before it is complete") from None
+        raise BadInput(f"{where}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    except RecursionError:
+        raise BadInput(f"{where}: too deeply nested") from None
+
+
+def _kind(data: Any, where: str) -> Kind:
+    if isinstance(data, dict):
+        for kind in KINDS:
+            if kind.keys <= data.keys():
+                return kind
+        what = f"its keys are {', '.join(sorted(map(str, data))[:8]) or 'none'}"
+    else:
+        what = f"it is a JSON {type(data).__name__.replace('dict', 'object').replace('NoneType', 'null')}"
+    names = ", ".join(k.name for k in KINDS)
+    raise BadInput(f"{where}: not a {names} report ({what})")
+
+
+def summarize(root: Path, reports: Path, out: Path | None = None, step_summary: Path | None = None) -> SummaryResult:
+    """Read every *.json under reports, one row per target, check and upstream commit; write
+    summary.md and summary.json to out, and append the Markdown to step_summary (GitHub's)."""
+    if not reports.is_dir():
+        raise NotFound(f"no folder {reports}", setting="reports")
+    files = sorted(p for p in reports.rglob("*.json") if p.is_file())
+    if not files:
+        raise NotFound(f"no reports (*.json) under {reports}", setting="reports")
+    sets = {t: None for t in patchset.targets(root)}
+    grouped: dict[tuple[str, str, str], list[tuple[tuple[str, str], str, str | None]]] = defaultdict(list)
+    for path in files:
+        rel = path.relative_to(reports).as_posix()
+        data = _load(path, str(path))
+        kind = _kind(data, str(path))
+        data = S.validate(data, kind.check, str(path))
+        target, check, commit, counts, verdict = kind.read(data)
+        stale = None
+        if target not in sets:
+            stale = f"no patch set {target} under patches/"
+        else:
+            if sets[target] is None:
+                sets[target] = patchset.load(root, target)
+            stale = kind.stale(data, sets[target])
+        grouped[(target, check, commit)].append(((counts, verdict), rel, stale))
+    commits: dict[str, set[str]] = defaultdict(set)
+    for target, check, commit in grouped:
+        commits[target].add(commit)
+    rows = []
+    for (target, check, commit), found in sorted(grouped.items(), key=lambda kv: (kv[0][0], _order(kv[0][1]), kv[0][2])):
+        by_result: dict[tuple[str, str], list] = defaultdict(list)
+        for result, rel, stale in found:
+            by_result[result].append((rel, stale))
+        for (counts, verdict), same in by_result.items():
+            flags = sorted({s for _, s in same if s})
+            if len(commits[target]) > 1:
+                flags.append(f"mismatched: {target} was measured at {len(commits[target])} upstream commits")
+            if len(by_result) > 1:
+                flags.append("mismatched: other reports for the same commit disagree")
+            rows.append(_row(target, check, commit, counts, verdict, flags, [rel for rel, _ in same]))
+    res = SummaryResult(str(reports), rows, all(r.ok for r in rows))
+    res.markdown = _render(res)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        for name, text in (("summary.md", res.markdown), ("summary.json", as_json(res))):
+            tmp = out / f".{name}.tmp"
+            tmp.write_text(text, encoding="utf-8")
+            tmp.replace(out / name)
+            res.written.append(str(out / name))
+    if step_summary is not None:
+        extra = [p.with_suffix(".md") for p in files if p.with_suffix(".md").is_file()]  # the radar's own Markdown
+        with step_summary.open("a", encoding="utf-8") as fh:  # an OSError is one line, naming the file (cli)
+            fh.write(res.markdown)
+            for md in extra:
+                fh.write("\n" + S.read_text(md))
+    return res
+
+
+def _order(check: str) -> tuple[int, str]:
+    first = ("delta source", "delta container", "lint", "radar")
+    return (first.index(check), check) if check in first else (len(first), check)
+
+
+def as_json(res: SummaryResult) -> str:
+    """summary.json: the rows as --json prints them, without the Markdown."""
+    return json.dumps({"reports_dir": res.reports_dir, "ok": res.ok, "rows": [asdict(r) for r in res.rows]},
+                      indent=2, sort_keys=True) + "\n"
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _render(res: SummaryResult) -> str:
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, trim_blocks=True,
+                             loader=jinja2.FunctionLoader(
+                                 lambda name: importlib.resources.files("patchkit").joinpath("templates", name)
+                                 .read_text(encoding="utf-8")))
+    env.filters["cell"] = _cell
+    return env.get_template("summary.md.j2").render(rows=res.rows, ok=res.ok, reports=sum(len(r.reports) for r in res.rows))

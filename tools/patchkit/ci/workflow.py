@@ -1,0 +1,139 @@
+"""make workflow: render .github/workflows/patchkit.yml from the sets on disk and the Makefile.
+
+The matrix is `make targets` (a new directory under patches/ adds its jobs); a job step is
+rendered only for a make target the Makefile has, so the workflow never calls one that is
+not there (make lint and make radar land separately). Actions are pinned by commit.
+"""
+from __future__ import annotations
+
+import importlib.resources
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+
+from .. import patchset, schema as S
+from ..errors import BadInput, Hint, NotFound
+
+OUTPUT = Path(".github/workflows/patchkit.yml")
+TEMPLATE = "patchkit.yml.j2"
+DEFAULT_GPU_RUNNER = ("self-hosted", "gpu")
+PYTHON = "3.12"
+
+# Each action pinned by the full commit of a release, its tag in the comment. We cannot reach
+# GitHub from here: each commit was read from other public workflows pinning the same release
+# with the tag beside it (see the commit message), and the five agree across repositories.
+PINS = {
+    "checkout": ("actions/checkout", "11bd71901bbe5b1630ceea73d27597364c9af683", "v4.2.2"),
+    "setup_python": ("actions/setup-python", "a26af69be951a213d495a4c3e4e4022e16d87065", "v5.6.0"),
+    "cache": ("actions/cache", "5a3ec84eff668545956fd18022155c47e93e2684", "v4.2.3"),
+    "upload": ("actions/upload-artifact", "ea165f8d65b6e75b540449e92b4886f43607fa02", "v4.6.2"),
+    "download": ("actions/download-artifact", "d3f86a106a0bac45b974a628896c90dbdf5c8093", "v4.3.0"),
+}
+
+_TARGET_LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_.-]*)\s*:(?!=)")
+_VARIABLE_LINE = re.compile(r"^(?:export\s+|override\s+)?([A-Z][A-Z0-9_]*)\s*(?:\?|:|::|\+)?=")
+_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+@dataclass(frozen=True)
+class WorkflowResult:
+    path: str
+    changed: bool  # the file differed from what was rendered (check: it is stale)
+    check: bool
+    targets: list[str]
+    container_targets: list[str]
+    jobs: list[str]
+    steps_left_out: list[str]  # make targets the jobs would call that the Makefile lacks
+
+    @property
+    def ok(self) -> bool:
+        return not (self.check and self.changed)
+
+
+def make_targets(makefile: Path) -> set[str]:
+    """The targets a Makefile of our shape defines (one line each, `name: ...`)."""
+    names = set()
+    for line in makefile.read_text(encoding="utf-8").splitlines():
+        m = _TARGET_LINE.match(line)
+        if m and not line.startswith("\t"):
+            names.add(m.group(1))
+    return names
+
+
+def gpu_runner_labels(text: str | None) -> list[str]:
+    """GPU_RUNNER as labels: 'self-hosted,gpu' or '[self-hosted, gpu]'."""
+    if text is None or not text.strip():
+        return list(DEFAULT_GPU_RUNNER)
+    labels = [x.strip().strip("'\"") for x in text.strip().removeprefix("[").removesuffix("]").split(",")]
+    bad = [x for x in labels if not _LABEL.match(x)]
+    if bad or not labels:
+        raise BadInput(f"must be runner labels separated by commas, like self-hosted,gpu; not {text!r}",
+                       setting="gpu_runner", hint=Hint.choose("gpu_runner"))
+    return labels
+
+
+def render(root: Path, gpu_runner: list[str] | None = None) -> tuple[str, WorkflowResult]:
+    """The workflow text for the project at root, and what went into it."""
+    makefile = root / "Makefile"
+    if not makefile.is_file():
+        raise NotFound(f"no Makefile in {root}: the workflow's steps call its targets")
+    have = make_targets(makefile)
+    sets = [patchset.load(root, t) for t in patchset.targets(root)]
+    if not sets:
+        raise NotFound(f"no patch sets under {root / 'patches'}: nothing to verify")
+    targets = [s.target for s in sets]
+    container_targets = [s.target for s in sets if s.container.base]
+    wanted = ("setup", "apply", "delta", "lint", "radar", "container", "summary")
+    ctx = {
+        "targets": json.dumps(targets), "container_targets": json.dumps(container_targets),
+        "has": {name: name in have for name in wanted},
+        "gpu_runner": json.dumps(gpu_runner or list(DEFAULT_GPU_RUNNER)),
+        "python": PYTHON,
+        "pin": {k: f"{repo}@{sha} # {tag}" for k, (repo, sha, tag) in PINS.items()},
+    }
+    missing = [n for n in wanted if n not in have]
+    if "setup" in missing or "summary" in missing:
+        raise NotFound(f"{makefile} has no {' or '.join(n for n in ('setup', 'summary') if n in missing)} target; "
+                       "every job needs it")
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, trim_blocks=True,
+                             lstrip_blocks=True, loader=jinja2.FunctionLoader(_template),
+                             # GitHub's own expressions are ${{ ... }}: ours are << ... >>
+                             variable_start_string="<<", variable_end_string=">>")
+    text = env.get_template(TEMPLATE).render(**ctx)
+    jobs = ["verify"] + (["radar"] if ctx["has"]["radar"] else []) \
+        + (["container"] if container_targets and ctx["has"]["container"] else []) + ["summary"]
+    return text, WorkflowResult(str(root / OUTPUT), False, False, targets, container_targets, jobs, missing)
+
+
+def write(root: Path, gpu_runner: list[str] | None = None, check: bool = False) -> WorkflowResult:
+    """Render the workflow; write it (atomically) unless checking; say whether it changed."""
+    path = root / OUTPUT
+    old = path.read_text(encoding="utf-8") if path.is_file() else None
+    text, res = render(root, gpu_runner or (_labels_in(old) if old else None))
+    changed = old != text
+    if changed and not check:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    return WorkflowResult(res.path, changed, check, res.targets, res.container_targets, res.jobs, res.steps_left_out)
+
+
+def _labels_in(text: str) -> list[str] | None:
+    """The container job's runner labels in a workflow we rendered before: a fork's GPU_RUNNER
+    stays when make workflow runs again without it (a new target must not reset it)."""
+    try:
+        data = S.load_yaml(text, str(OUTPUT))
+        labels = data["jobs"]["container"]["runs-on"]
+    except (BadInput, KeyError, TypeError):
+        return None
+    labels = [labels] if isinstance(labels, str) else labels
+    ok = isinstance(labels, list) and labels and all(isinstance(x, str) and _LABEL.match(x) for x in labels)
+    return list(labels) if ok else None
+
+
+def _template(name: str) -> str:
+    return importlib.resources.files("patchkit").joinpath("templates", name).read_text(encoding="utf-8")
