@@ -63,7 +63,7 @@ def reports(miniature_template, tmp_path_factory):
 
 
 def make(*args):
-    return sh("make", "-s", "-C", ROOT, "SETUP=", f"PATCHKIT={sys.executable} -m patchkit", *args, check=False)
+    return sh("make", "-s", "--no-print-directory", "-C", ROOT, "SETUP=", f"PATCHKIT={sys.executable} -m patchkit", *args, check=False)
 
 
 def golden(name: str, text: str) -> None:

@@ -8,6 +8,7 @@ import os
 import re
 import shlex
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -43,12 +44,13 @@ def jobs_of(text: str) -> dict:
 
 
 def make(*args, cwd=ROOT):
-    return sh("make", "-s", "-C", cwd, "SETUP=", *args, check=False)
+    return sh("make", "-s", "--no-print-directory", "-C", cwd, "SETUP=", *args, check=False)
 
 
-def makefile_database() -> tuple[set[str], set[str]]:
+def makefile_database(root: Path = ROOT) -> tuple[set[str], set[str]]:
     """make's own view of the Makefile (make -p): its targets and the variables it sets."""
-    db = sh("make", "-pnq", "-C", ROOT, "SETUP=", "no-such-target-only-the-database", check=False).stdout
+    db = sh("make", "-pnq", "--no-print-directory", "-C", root, "SETUP=", "no-such-target-only-the-database",
+            check=False).stdout
     targets = {m.group(1) for m in re.finditer(r"^([a-z][a-z-]*):", db, re.M)}
     variables = {m.group(1) for m in re.finditer(r"^# makefile \(from '[^']*Makefile', line \d+\)\n([A-Z_]+) [?:]?=",
                                                  db, re.M)}
@@ -118,10 +120,14 @@ def test_actionlint_can_fail(tmp_path):
 
 
 def test_every_run_step_calls_a_make_target_with_variables_the_makefile_knows():
-    targets, variables = makefile_database()
+    assert_runs_are_make_targets(WORKFLOW.read_text(), ROOT)
+
+
+def assert_runs_are_make_targets(text: str, root: Path) -> None:
+    targets, variables = makefile_database(root)
     assert {"apply", "delta", "summary"} <= targets and {"TRTLLM", "MODE", "REPORTS"} <= variables  # the parse works
     runs = 0
-    for name, job in jobs_of(WORKFLOW.read_text()).items():
+    for name, job in jobs_of(text).items():
         for var in job.get("env", {}):
             assert var in variables, f"job {name}: env {var} is not a variable of the Makefile"
         for step in job["steps"]:
@@ -135,6 +141,30 @@ def test_every_run_step_calls_a_make_target_with_variables_the_makefile_knows():
                 assert re.fullmatch(r"[A-Z_]+=.*", word), f"job {name}: {word!r} is not VAR=value"
                 assert word.split("=")[0] in variables, f"job {name}: {word} is not a variable of the Makefile"
     assert runs >= 5
+
+
+def test_lint_and_radar_steps_come_with_their_make_targets_and_still_pass(tmp_path):
+    """make lint and make radar land with their own issues: once the Makefile has them, verify
+    runs make lint (its tools cached), a nightly radar job runs make radar, and the result
+    passes both judges and the make-target check."""
+    root = project_copy(tmp_path)
+    with (root / "Makefile").open("a") as mk:
+        mk.write('lint: $(SETUP) ; $(PATCHKIT) lint --target="$$TRTLLM" ## upstream\'s hooks\n'
+                 'radar: $(SETUP) ; $(PATCHKIT) radar --target="$$TRTLLM" ## since which commit\n')
+    assert main(["--root", str(root), "workflow"]) == 0
+    path = root / workflow.OUTPUT
+    text = path.read_text()
+    jobs = jobs_of(text)
+    assert "make lint" in [s.get("run") for s in jobs["verify"]["steps"]]
+    assert "make radar" in [s.get("run") for s in jobs["radar"]["steps"]]
+    assert "radar" in jobs["summary"]["needs"] and matrices(text)["radar"] == ["main", "rc25"]
+    assert_runs_are_make_targets(text, root)
+    exe = ROOT / ".venv" / "bin" / "check-jsonschema"
+    if not exe.exists():
+        absent("check-jsonschema", "pip install -e '.[test]'")
+    res = sh(exe, "--builtin-schema", "vendor.github-workflows", path, check=False)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert [f for f in actionlint(path) if f["kind"] != "runner-label"] == []
 
 
 def test_a_step_is_left_out_while_its_make_target_is_missing(tmp_path):
@@ -151,7 +181,7 @@ def matrices(text: str) -> dict[str, list[str]]:
 
 
 def listed_targets(cwd: Path) -> list[str]:
-    res = make("targets", f"PATCHKIT={shlex.quote(str(ROOT / '.venv' / 'bin' / 'python'))} -m patchkit", cwd=cwd)
+    res = make("targets", f"PATCHKIT={sys.executable} -m patchkit", cwd=cwd)
     assert res.returncode == 0, res.stderr
     return [line.split()[0] for line in res.stdout.splitlines()[1:] if line.strip()]
 
