@@ -59,6 +59,8 @@ def reports(miniature_template, tmp_path_factory):
     for target in ("rc25", "main"):
         measure(miniature_template, target, "source", d / f"reports-verify-{target}" / "delta" / f"{target}.json")
         measure(miniature_template, target, "container", d / f"reports-container-{target}" / f"{target}.container.json")
+        assert main(["--root", str(ROOT), "radar", "--target", target, "--src", str(miniature_template),
+                     "--out", str(d / f"reports-radar-{target}")]) == 0
     return d
 
 
@@ -81,10 +83,13 @@ def test_both_targets_and_modes_give_the_golden_table(reports, tmp_path):
     assert md.strip() in res.stdout
     data = json.loads((tmp_path / "summary" / "summary.json").read_text())
     assert data["ok"] and [(r["target"], r["check"]) for r in data["rows"]] == [
-        ("main", "delta source"), ("main", "delta container"), ("rc25", "delta source"), ("rc25", "delta container")]
+        (t, c) for t in ("main", "rc25") for c in ("delta source", "delta container", "radar")]
     for row in data["rows"]:  # each row says what its report says
         report = json.loads((reports / row["reports"][0]).read_text())
-        assert row["upstream_commit"] == report["upstream_commit"] and report["matches_expected"]
+        if row["check"] == "radar":
+            assert row["upstream_commit"] == report["until"]["commit"] and not report["changed"]
+        else:
+            assert row["upstream_commit"] == report["upstream_commit"] and report["matches_expected"]
 
 
 def test_github_step_summary_gets_the_table(reports, tmp_path, monkeypatch):
@@ -92,7 +97,10 @@ def test_github_step_summary_gets_the_table(reports, tmp_path, monkeypatch):
     page.write_text("earlier step\n")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(page))
     assert main(["summary", "--reports", str(reports), "--out", str(tmp_path / "out")]) == 0
-    assert page.read_text() == "earlier step\n" + (tmp_path / "out" / "summary.md").read_text()
+    text = page.read_text()
+    assert text.startswith("earlier step\n" + (tmp_path / "out" / "summary.md").read_text())
+    for target in ("main", "rc25"):  # and the radar's own Markdown, from beside its report
+        assert (reports / f"reports-radar-{target}" / f"{target}.md").read_text() in text
 
 
 def test_a_report_for_another_upstream_commit_is_its_own_row_and_flagged(reports, upstream, tmp_path, capsys):
@@ -110,7 +118,7 @@ def test_a_report_for_another_upstream_commit_is_its_own_row_and_flagged(reports
     assert len(rows) == 2 and later in [r["upstream_commit"] for r in rows]
     assert all("mismatched: main was measured at 2 upstream commits" in r["flags"] and not r["ok"] for r in rows)
     md = (tmp_path / "out" / "summary.md").read_text()
-    assert md.count("mismatched: main was measured at 2 upstream commits") == 3  # main's container row too
+    assert md.count("mismatched: main was measured at 2 upstream commits") == 4  # main's container and radar rows too
     assert "not all as declared" in md
 
 
@@ -128,8 +136,8 @@ def test_a_report_made_for_other_expectations_is_flagged_stale(reports, tmp_path
 @pytest.mark.parametrize("content, says", [
     (lambda text: text[: len(text) // 2], "truncated: the JSON ends at line"),
     (lambda text: text.replace('"mode"', '"mode" "', 1), "not valid JSON (line"),
-    (lambda text: '{"schemaVersion": 2, "manifests": []}', "not a delta report (its keys are manifests, schemaVersion)"),
-    (lambda text: "[1, 2]", "not a delta report (it is a JSON list)"),
+    (lambda text: '{"schemaVersion": 2, "manifests": []}', "not a delta, lint or radar report (its keys are manifests, schemaVersion)"),
+    (lambda text: "[1, 2]", "not a delta, lint or radar report (it is a JSON list)"),
     (lambda text: text.replace('"valid": true', '"valid": "yes"', 1), "valid: must be true or false"),
 ])
 def test_a_file_that_is_not_a_report_is_one_line_and_exit_2(reports, tmp_path, capsys, content, says):

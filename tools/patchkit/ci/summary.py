@@ -96,9 +96,40 @@ def _delta_stale(d: dict, ps) -> str | None:
     return None
 
 
+_COMMIT = S.record({"commit": S.string()}, unknown=True)
+_RADAR = S.record({"target": S.string(), "since": _COMMIT, "until": _COMMIT, "changed": S.boolean(),
+                   "action": S.string(), "verdict": S.string(), "commits_in_range": S.count()}, unknown=True)
+
+
+def _radar_row(d: dict) -> tuple[str, str, str, str, str]:
+    """make radar: measured up to its UNTIL commit; changed means the set's status moved since SINCE."""
+    counts = f"{d['commits_in_range']} commits since {d['since']['commit'][:12]}"
+    return d["target"], "radar", d["until"]["commit"], counts, f"changed: {d['action']}" if d["changed"] else "unchanged"
+
+
+_LINT = S.record({"target": S.string(), "upstream_commit": S.string(), "patch_set": S.string(),
+                  "ran": S.list_of(S.string()),
+                  "failures": S.list_of(S.record({"file": S.string(), "hook": S.string()}, unknown=True)),
+                  "config_found": S.optional(S.boolean(), True)}, unknown=True)
+
+
+def _lint_row(d: dict) -> tuple[str, str, str, str, str]:
+    """make lint: upstream's own hooks on the series' files."""
+    counts = f"{len(d['ran'])} hooks ran, {len(d['failures'])} failing"
+    verdict = "clean" if d["config_found"] and not d["failures"] else \
+        ("no pre-commit config" if not d["config_found"] else "hooks fail")
+    return d["target"], "lint", d["upstream_commit"], counts, verdict
+
+
+def _lint_stale(d: dict, ps) -> str | None:
+    return None if d["patch_set"] == ps.content_hash else "stale: made for another version of the set"
+
+
 KINDS: list[Kind] = [
     Kind("delta", frozenset({"target", "mode", "upstream_commit", "matches_expected", "unpatched"}), _DELTA,
          _delta_row, _delta_stale),
+    Kind("lint", frozenset({"target", "upstream_commit", "patch_set", "ran", "failures"}), _LINT, _lint_row, _lint_stale),
+    Kind("radar", frozenset({"target", "since", "until", "changed", "action", "timeline"}), _RADAR, _radar_row),
 ]
 
 
@@ -122,7 +153,8 @@ def _kind(data: Any, where: str) -> Kind:
         what = f"its keys are {', '.join(sorted(map(str, data))[:8]) or 'none'}"
     else:
         what = f"it is a JSON {type(data).__name__.replace('dict', 'object').replace('NoneType', 'null')}"
-    names = ", ".join(k.name for k in KINDS)
+    names = [k.name for k in KINDS]
+    names = f"{', '.join(names[:-1])} or {names[-1]}" if len(names) > 1 else names[0]
     raise BadInput(f"{where}: not a {names} report ({what})")
 
 
