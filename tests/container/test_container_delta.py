@@ -3,6 +3,7 @@ the image it built (buildah, chroot isolation, vfs storage, no daemon, no networ
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from patchkit.container import build as cbuild
 from patchkit.delta import command
 from patchkit.git import Repo
 from cstore import in_store, needs_tools
-from helpers import ROOT, sh
+from helpers import ROOT, copy_root, sh
 
 REGRESSION = "tests/unittest/_torch/executor/test_cross_kv_cache_layout.py"
 pytestmark = needs_tools
@@ -36,17 +37,21 @@ REFS = {"rc25": "v1.3.0rc25", "main": "main"}
 
 
 @pytest.fixture(scope="session")
-def built(python_base, storage, miniature_template):
+def built(python_base, storage, miniature_template, tmp_path_factory):
     """built(target): make container for the target from a Python base made from its ref, once
-    a session, as the user runs it; returns the BASE it was given."""
+    a session, as the user runs it; returns the BASE it was given. make container renders the
+    context under the project's build/: here a copy of the project's, not the checkout's own."""
+    root = copy_root(tmp_path_factory.mktemp("container-root"))
+    shutil.copytree(ROOT / "overlay", root / "overlay")
     done: dict[str, str] = {}
 
     def get(target: str) -> str:
         if target not in done:
             base = python_base(REFS[target])
             with in_store(storage):
-                res = make("container", f"TRTLLM={target}", f"TRTLLM_SRC={miniature_template}", f"BASE={base}",
-                           "BUILDER=buildah")
+                res = sh("make", "-s", "-C", ROOT, "SETUP=", f"PATCHKIT={sys.executable} -m patchkit --root {root}",
+                         "container", f"TRTLLM={target}", f"TRTLLM_SRC={miniature_template}", f"BASE={base}",
+                         "BUILDER=buildah", check=False)
             assert res.returncode == 0, res.stderr
             done[target] = base
         return done[target]
