@@ -16,13 +16,15 @@ import pytest
 from patchkit import scratch
 from helpers import ROOT, copy_root
 
-# git on PATH that SIGKILLs patchkit the KILL_AT-th time KILL_ON (a git subcommand) is among its arguments, and
+# git on PATH that SIGKILLs patchkit the KILL_AT-th time KILL_ON (a git subcommand) is among its arguments (and
+# does not run that git), and
 # lets every other call through; the launcher execs into patchkit, so its pid is known.
 WRAPPER = r'''#!/bin/sh
 for a in "$@"; do
   if [ "$a" = "$KILL_ON" ]; then
     n=$(( $(cat "$KILL_COUNTER" 2>/dev/null || echo 0) + 1 )); echo $n > "$KILL_COUNTER"
-    [ "$n" = "$KILL_AT" ] && kill -9 "$FAULT_PID" && sleep 1
+    # killed, and this git does not run: an orphan git still writing into the folder would race the sweep
+    [ "$n" = "$KILL_AT" ] && { kill -9 "$FAULT_PID"; exit 128; }
   fi
 done
 exec "$REAL_GIT" "$@"
