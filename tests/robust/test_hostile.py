@@ -48,6 +48,9 @@ SETTINGS = {
     "format.coverLetter": "[format]\n\tcoverLetter = true\n",
     "diff.context": "[diff]\n\tcontext = 10\n",
     "diff.suppressBlankEmpty": "[diff]\n\tsuppressBlankEmpty = true\n",
+    # a diff driver for Python files in the user's attributes file, whose funcname matches nothing
+    "core.attributesFile": "[core]\n\tattributesFile = ~/.hostile-attributes\n"
+                           "[diff \"hostile\"]\n\txfuncname = ^(zzz-never-a-line)$\n",
     "trailer.sign.command": f"[trailer \"sign\"]\n\tkey = Signed-off-by\n\tcommand = echo '{FORGED}'\n",
     "trailer.separators": "[trailer]\n\tseparators = \":#\"\n",
     "trailer.where": "[trailer]\n\twhere = start\n",
@@ -106,6 +109,7 @@ def hostile_run(tmp: Path, upstream_template: Path, settings: list[str], hooks_i
         for where in ([hooks] if hooks_in == "core.hooksPath" else [checkout / ".git" / "hooks"]):
             (where / name).write_text(HOOK.format(log=log))
             (where / name).chmod(0o755)
+    (Path(os.environ["HOME"]) / ".hostile-attributes").write_text("*.py diff=hostile\n")
     hostile = tmp / "hostile.gitconfig"
     hostile.write_text(BASE_CONFIG + "".join(SETTINGS[s] for s in settings)
                        + (f"[core]\n\thooksPath = {hooks}\n" if hooks_in == "core.hooksPath" else ""))
@@ -288,3 +292,18 @@ def test_each_setting_alone(tmp_path, miniature_template, setting):
     assert json.loads(f.steps["pr"].out)["messages"] == golden
     assert f.dco_fixed_message == DCO_FIXED
     assert f.after_check == f.before_check and not any(f.fired.values())
+
+
+def test_signing_config_neither_stops_nor_changes_the_miniature(tmp_path, miniature_template, monkeypatch):
+    """commit.gpgSign and tag.gpgSign with a gpg that fails (a developer whose key lives on a
+    card that is not plugged in): `make miniature` and `make demo` built nothing. Our commits
+    and tags are never signed, so the miniature has the same ids as under a clean config."""
+    from patchkit import miniature
+    hostile = tmp_path / "signing.gitconfig"
+    hostile.write_text(BASE_CONFIG + "[commit]\n\tgpgSign = true\n[tag]\n\tgpgSign = true\n\tforceSignAnnotated = true\n"
+                       "[gpg]\n\tprogram = false\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(hostile))
+    dest = tmp_path / "upstream"
+    miniature.build(ROOT, dest)
+    refs = ["for-each-ref", "--format=%(refname) %(objectname) %(objecttype)"]
+    assert sh("git", "-C", dest, *refs).stdout == sh("git", "-C", miniature_template, *refs).stdout

@@ -58,6 +58,13 @@ POLICY = {"GIT_TERMINAL_PROMPT": "0", "GIT_EDITOR": "false", "GIT_SEQUENCE_EDITO
 # The user's transport, identity, filter (git-lfs), safety and gc settings are theirs.
 OVERRIDES = (
     "core.hooksPath=/dev/null", "core.quotePath=true", "core.commentChar=#",
+    # the user's own attributes file (~/.config/git/attributes): a diff driver named there, with
+    # its diff.<driver>.xfuncname, would rewrite every hunk header we export; the repository's
+    # .gitattributes (git-lfs's filters) still apply
+    "core.attributesFile=/dev/null",
+    # the commits and tags we make (the miniature) are never signed: a gpg that asks or fails
+    # must not stop them, and a signature would change their ids
+    "commit.gpgSign=false", "tag.gpgSign=false", "tag.forceSignAnnotated=false",
     # what a diff or a patch file looks like
     "diff.context=3", "diff.interHunkContext=0", "diff.suppressBlankEmpty=false", "diff.noprefix=false",
     "diff.mnemonicPrefix=false", "diff.relative=false", "diff.algorithm=myers", "diff.indentHeuristic=true",
