@@ -49,3 +49,32 @@ def test_a_failed_rollback_is_one_line_with_the_cause_and_the_commands_that_fini
         if seen_finish == 3:
             break
     assert seen_finish, "no sampled fault point reached the rollback"
+
+
+def test_a_failing_smudge_filter_stops_apply_and_unapply_before_the_checkout(checkout, capsys):
+    """#17 item 8: a required smudge filter that fails (git-lfs's, without git-lfs) made git
+    checkout delete the file it could not write, and the rollback failed on the same filter,
+    leaving tracked files deleted. The filter now runs first, on content only: one line that
+    names the path and git's cause, nothing changed; once the filter works, the same command
+    succeeds."""
+    from patchkit.cli import main
+    (checkout / ".git" / "info" / "attributes").write_text("*.py filter=broken\n")
+    g = lambda *a: sh("git", "-C", checkout, *a)  # noqa: E731
+    g("config", "filter.broken.clean", "cat")
+    g("config", "filter.broken.required", "true")
+    src = ["--root", str(ROOT), "--src", str(checkout)]
+
+    def run(*argv: str) -> tuple[int, str]:
+        code = main([*src[:2], *argv, "--target", "rc25", *src[2:]])
+        return code, capsys.readouterr().err
+
+    for command in ("apply", "unapply"):
+        g("config", "filter.broken.smudge", "false")
+        before = state_of(checkout)
+        code, err = run(command)
+        assert code == 3 and err.count("\n") == 1, err
+        assert "tensorrt_llm/_torch/pyexecutor/_util.py" in err and "smudge filter broken failed" in err, err
+        assert state_of(checkout) == before
+        g("config", "filter.broken.smudge", "cat")  # the filter works again
+        assert run(command)[0] == 0
+        assert g("status", "--porcelain").stdout == ""

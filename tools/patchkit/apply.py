@@ -192,6 +192,10 @@ def refuse_untracked(repo: Repo, tip: str) -> None:
 
 def _checkout(repo: Repo, rev: str) -> None:
     before = repo.head()
+    failing = repo.failing_filter(before, rev) if before else None
+    if failing:  # before git checkout, which would delete the file and stop half-way
+        raise Conflict(f"checking out {rev} in {repo.path} would fail on {failing[0]}: {failing[1]}; "
+                       f"fix that filter (git-lfs installed?), then run again")
     try:
         said = repo.checkout(rev)
     except GitError as exc:

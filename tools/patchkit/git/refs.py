@@ -127,6 +127,28 @@ class RefsMixin:
         out = self._run("diff-tree", "-r", "--name-only", "-z", "--no-commit-id", "--diff-filter=A", rev, other).text
         return sorted(p for p in out.split("\0") if p)
 
+    def failing_filter(self, rev: str, other: str) -> tuple[str, str] | None:
+        """The first path that checking out other over rev would write through a filter that
+        fails (a required git-lfs smudge without git-lfs), with git's words; None when none does.
+
+        git checkout deletes such a file and stops half-way, and restoring fails on the same
+        filter (#17 item 8), so the filters run first, on content only: `cat-file --filters`
+        smudges a blob to stdout without touching the work tree.
+        """
+        paths = [p for p in self._run("diff-tree", "-r", "--name-only", "-z", "--no-commit-id", "--diff-filter=d",
+                                      rev, other).text.split("\0") if p]
+        if not paths:
+            return None
+        fields = self._run("check-attr", "-z", "filter", "--", *paths).text.split("\0")
+        for path, _attr, value in zip(fields[0::3], fields[1::3], fields[2::3]):
+            if value in ("unspecified", "unset"):
+                continue
+            res = self._run("cat-file", "--filters", f"{other}:{path}", check=False)
+            if res.returncode:
+                said = [line for line in res.stderr.splitlines() if line.strip()]
+                return path, (said[-1] if said else f"exit {res.returncode}").removeprefix("fatal: ").removeprefix(f"{path}: ")
+        return None
+
     def is_tracked(self, path: str) -> bool:
         """Whether the index has path."""
         return bool(self._run("--literal-pathspecs", "ls-files", "-z", "--", path).text.strip("\0"))
