@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, sh  # noqa: F401
+from helpers import ROOT, build_once, sh  # noqa: F401
 
 FIXED_DATE = "2026-11-29T12:00:00+00:00"
 # The variables the Makefile exports: under `make test` they reach the tests' environment,
@@ -62,16 +62,7 @@ def pytest_sessionfinish(session, exitstatus):
 def miniature_template(tmp_path_factory):
     """The miniature upstream, built once a session by the real builder."""
     from patchkit import miniature
-    dest = tmp_path_factory.mktemp("mini") / "upstream"
-    env_home = tmp_path_factory.mktemp("minihome")
-    old = dict(os.environ)
-    os.environ.update(HOME=str(env_home), GIT_CONFIG_NOSYSTEM="1")
-    try:
-        miniature.build(ROOT, dest)
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
-    return dest
+    return build_once(tmp_path_factory, "mini", lambda dest: miniature.build(ROOT, dest))
 
 
 @pytest.fixture

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -12,6 +14,20 @@ ROOT = Path(__file__).resolve().parents[1]
 def sh(*args, cwd=None, check=True, input=None):
     return subprocess.run([str(a) for a in args], cwd=cwd, check=check, text=True, input=input,
                           capture_output=True)
+
+
+def build_once(tmp_path_factory, name: str, build: Callable[[Path], object], leaf: str = "upstream") -> Path:
+    """A session's (or module's) template, built by build(dest) with a HOME of its own and no
+    system git config, so that neither the user's nor a test's settings shape it."""
+    dest = tmp_path_factory.mktemp(name) / leaf
+    old = dict(os.environ)
+    os.environ.update(HOME=str(tmp_path_factory.mktemp(f"{name}home")), GIT_CONFIG_NOSYSTEM="1")
+    try:
+        build(dest)
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    return dest
 
 
 def state_of(repo: Path) -> dict:

@@ -16,7 +16,7 @@ import yaml
 
 from patchkit import apply as apply_mod, patchset, series
 from patchkit.bench import generate
-from helpers import ROOT, copy_root, sh
+from helpers import ROOT, build_once, copy_root, sh
 
 UTIL = "tensorrt_llm/_torch/pyexecutor/_util.py"
 SHAPE = generate.Shape(files=400, dirs=60, commits=300, binaries=1, binary_mib=0.25)
@@ -24,15 +24,7 @@ SHAPE = generate.Shape(files=400, dirs=60, commits=300, binaries=1, binary_mib=0
 
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory):
-    dest = tmp_path_factory.mktemp("gen") / "upstream.git"
-    old = dict(os.environ)
-    os.environ.update(HOME=str(tmp_path_factory.mktemp("genhome")), GIT_CONFIG_NOSYSTEM="1")
-    try:
-        generate.generate(ROOT, dest, SHAPE)
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
-    return dest
+    return build_once(tmp_path_factory, "gen", lambda dest: generate.generate(ROOT, dest, SHAPE), "upstream.git")
 
 
 @pytest.fixture

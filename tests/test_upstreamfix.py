@@ -5,7 +5,6 @@ yet the bug is gone; check, apply and delta say so, with the measured counts."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path, PurePosixPath
 
 import pytest
@@ -14,22 +13,14 @@ from patchkit import miniature, patchset, series
 from patchkit.cli import main
 from patchkit.delta import upstreamfix
 from patchkit.git import Repo
-from helpers import ROOT, sh, state_of
+from helpers import ROOT, build_once, sh, state_of
 
 UTIL = "tensorrt_llm/_torch/pyexecutor/_util.py"
 
 
 @pytest.fixture(scope="session")
 def fixed_template(tmp_path_factory):
-    dest = tmp_path_factory.mktemp("fixed") / "upstream"
-    old = dict(os.environ)
-    os.environ.update(HOME=str(tmp_path_factory.mktemp("fixedhome")), GIT_CONFIG_NOSYSTEM="1")
-    try:
-        miniature.build(ROOT, dest, variant="fixed-upstream")
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
-    return dest
+    return build_once(tmp_path_factory, "fixed", lambda dest: miniature.build(ROOT, dest, variant="fixed-upstream"))
 
 
 @pytest.fixture

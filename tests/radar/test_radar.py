@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 
 import pytest
@@ -14,21 +13,13 @@ import pytest
 from patchkit import minihistory, miniature
 from patchkit.cli import main
 from patchkit.radar import bisect
-from helpers import ROOT, sh, state_of
+from helpers import ROOT, build_once, sh, state_of
 
 
 @pytest.fixture(scope="session")
 def history_template(tmp_path_factory):
     """The history miniature, built once a session."""
-    dest = tmp_path_factory.mktemp("history") / "upstream"
-    old = dict(os.environ)
-    os.environ.update(HOME=str(tmp_path_factory.mktemp("historyhome")), GIT_CONFIG_NOSYSTEM="1")
-    try:
-        miniature.build(ROOT, dest, variant="history")
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
-    return dest
+    return build_once(tmp_path_factory, "history", lambda dest: miniature.build(ROOT, dest, variant="history"))
 
 
 def _radar(capsys, *args):
