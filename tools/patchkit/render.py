@@ -340,3 +340,20 @@ def radar_markdown(r, hints: Sequence[str] = ()) -> str:
         out.append("")
     out += [f"- {cell(line)}" for line in _radar_lines(r)] + [f"- `{h}`" for h in hints]
     return "\n".join(out)
+
+
+def lint_result(r) -> str:
+    """make lint: one line per failing hook (file, hook id, what it wants), then who ran and who did not."""
+    head = f"lint {r.target} on {r.upstream_ref} {r.upstream_commit[:12]}: {len(r.paths)} file(s) the series changes"
+    if not r.config_found:
+        return "\n".join([head, f"upstream has no .pre-commit-config.yaml at {r.upstream_ref}: no hook ran",
+                          f"verdict: not linted; report: {r.report}"])
+    lines = [head]
+    if r.rewritten:
+        lines.append("FIX rewrote: " + ", ".join(r.rewritten))
+    lines += [table([(f.file, f.hook, f.wants) for f in r.failures])] if r.failures else []
+    lines.append("ran: " + (", ".join(f"{h} ({r.tools[h]})" if h in r.tools else h for h in r.ran) or "none"))
+    lines += [f"not run here: {h} ({why})" for h, why in sorted(r.not_run.items())]
+    verdict = "every hook that ran passes" if r.ok else f"{len(r.failures)} failing hook(s)"
+    lines.append(f"verdict: {verdict}; report: {r.report}")
+    return "\n".join(lines)

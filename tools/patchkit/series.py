@@ -167,7 +167,8 @@ def apply_series(repo: Repo, base: Sha, patches: Sequence[Patch], *, threeway: b
                  extra: Callable[[TreeBuilder], Any] | None = None,
                  message_filter: Callable[[str], str] | None = None,
                  merge_bases: Sequence[str] = (), announce: str = "",
-                 search_history: bool = True) -> SeriesResult:
+                 search_history: bool = True,
+                 after_each: Callable[[Patch, TreeBuilder], None] | None = None) -> SeriesResult:
     """Apply patches on base as commits; report each as applied, already upstream, 3-way or conflict.
 
     Nothing outside the object store changes (a 3-way merge may fetch the objects it needs).
@@ -178,13 +179,15 @@ def apply_series(repo: Repo, base: Sha, patches: Sequence[Patch], *, threeway: b
     announce: say each patch as a progress step ('applying': apply's own series; the delta's
     trees, the PR branch and the image say their steps as a whole). search_history=False: the
     merge bases only, never history (make radar probes slim trees that have none).
+    after_each: may change the tree after a patch applied, before its commit (make lint FIX=1
+    puts the formatters' version of the patch's files there).
     """
     result = SeriesResult(base=base, tip=base)
     with TreeBuilder(repo, base, committer, committer_date, message_filter) as tb:
         for i, patch in enumerate(patches, 1):
             with (progress.step(f"{announce} patch {i}/{len(patches)}: {patch.name}") if announce
                   else contextlib.nullcontext()):
-                outcome = _apply_one(tb, patch, threeway, merge_bases, search_history)
+                outcome = _apply_one(tb, patch, threeway, merge_bases, search_history, after_each)
             result.outcomes.append(outcome)
             if outcome.status == CONFLICT and stop_on_conflict:
                 break
@@ -195,7 +198,8 @@ def apply_series(repo: Repo, base: Sha, patches: Sequence[Patch], *, threeway: b
 
 
 def _apply_one(tb: TreeBuilder, patch: Patch, threeway: bool, merge_bases: Sequence[str] = (),
-               search_history: bool = True) -> Outcome:
+               search_history: bool = True,
+               after_each: Callable[[Patch, TreeBuilder], None] | None = None) -> Outcome:
     author = Identity(patch.author_name, patch.author_email)
     clean, err = tb.probe(patch)
     if not clean:
@@ -210,6 +214,8 @@ def _apply_one(tb: TreeBuilder, patch: Patch, threeway: bool, merge_bases: Seque
             return Outcome(patch, CONFLICT, drift=merged)
         return Outcome(patch, THREEWAY, tb.commit(patch.message, author, patch.date))
     tb.apply(patch)
+    if after_each is not None:
+        after_each(patch, tb)
     return Outcome(patch, APPLIED, tb.commit(patch.message, author, patch.date), offsets=_offsets(patch, err))
 
 

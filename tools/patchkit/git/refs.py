@@ -88,6 +88,10 @@ class RefsMixin:
         self._run("commit", "-q", "--no-verify", "-m", message, env=identity_env(who, who, date, date))
         return Sha(self._out("rev-parse", "HEAD"))
 
+    def stage_all(self) -> None:
+        """Stage everything in the work tree (make lint's workspace: the series' files as added)."""
+        self._run("add", "-A")
+
     def tag(self, name: str, rev: str = "HEAD") -> None:
         self._run("tag", "--", name, rev)
 

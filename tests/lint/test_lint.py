@@ -1,0 +1,97 @@
+"""make lint: upstream's own pre-commit hooks (the real tools from PyPI) on the series' files (#16)."""
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import ROOT, copy_root
+from patchkit.cli import main
+from patchkit.lint import config as lint_config, mirrors, run as lint_run
+
+WHEELHOUSE = Path(sys.prefix) / "wheelhouse"
+TEST_PATCH = "0002-19514-test-Cover-the-cross-KV-pool-length-of-encoder.patch"
+TEST_FILE = "tests/unittest/_torch/executor/test_cross_kv_cache_layout.py"
+
+pytestmark = pytest.mark.skipif(not (WHEELHOUSE / ".fetched").exists(),
+                                reason=f"no wheelhouse at {WHEELHOUSE}: make setup fetches the hook tools")
+
+
+@pytest.fixture(scope="session")
+def lint_cache():
+    """pre-commit's hook environments, shared by every test and kept between runs under the
+    project's build/ (installing them is the slow part; the lint itself is quick once warm)."""
+    return ROOT / "build" / "lint" / "cache"
+
+
+def _lint(root, src, cache, report, *extra):
+    return main(["--root", str(root), "lint", "--target", "main", "--src", str(src), "--cache", str(cache),
+                 "--report", str(report), *extra])
+
+
+def test_a_misformatted_test_patch_fails_ruff_format_and_fix_mends_it(miniature_template, tmp_path, lint_cache,
+                                                                      capsys):
+    """The test file in yapf's style failed upstream's ruff-format hook, and nothing told us."""
+    root = copy_root(tmp_path)
+    patch = root / "patches" / "main" / TEST_PATCH
+    good = patch.read_bytes()
+    line = b'+GENERIC_LENGTH_NAMES = ("max_position_embeddings", "n_positions")\n'
+    assert line in good
+    patch.write_bytes(good.replace(line, b'+GENERIC_LENGTH_NAMES = ( "max_position_embeddings",  "n_positions" )\n'))
+    report = tmp_path / "lint.json"
+
+    assert _lint(root, miniature_template, lint_cache, report) == 1
+    out = capsys.readouterr().out
+    failing = [ln for ln in out.splitlines() if ln.startswith(TEST_FILE)]
+    assert len(failing) == 1 and re.match(rf"{re.escape(TEST_FILE)}\s+ruff-format\s+rewrites the file", failing[0]), out
+    data = json.loads(report.read_text())
+    assert not data["ok"] and [f["hook"] for f in data["failures"]] == ["ruff-format"]
+    assert data["tools"]["ruff-format"] == "ruff==0.9.4"
+
+    assert _lint(root, miniature_template, lint_cache, report, "--fix") == 0
+    out = capsys.readouterr().out
+    assert f"FIX rewrote: {TEST_PATCH}" in out and "every hook that ran passes" in out
+    # ruff-format's version of the line is the set's own: the mended patch is byte for byte the
+    # committed one, whose export round trip and declared delta the export and delta tests hold.
+    assert patch.read_bytes() == good
+
+
+def test_a_hook_that_cannot_run_is_named_not_run_and_only_when_it_selects_a_file(tmp_path):
+    """Selection stays pre-commit's own: a repository we cannot mirror becomes a failing stand-in
+    with the same files/types, so pre-commit says whether it would have checked our files."""
+    text = ("repos:\n"
+            "-   repo: https://github.com/Lucas-C/pre-commit-hooks.git\n    rev: v1.5.5\n"
+            "    hooks:\n    -   id: remove-crlf\n"
+            "-   repo: local\n    hooks:\n"
+            "    -   id: waive-check\n        entry: ./scripts/check_test_list.py\n        language: script\n"
+            "        pass_filenames: false\n"
+            "    -   id: md-only\n        entry: ./scripts/md.py\n        language: script\n        files: \\.md$\n"
+            "-   repo: https://github.com/astral-sh/ruff-pre-commit\n    rev: v0.9.4\n"
+            "    hooks:\n    -   id: ruff-format\n")
+    plan = lint_config.plan(text, wheelhouse=WHEELHOUSE, exists=lambda p: False)
+    assert set(plan.not_run) == {"remove-crlf", "waive-check", "md-only"}
+    assert "no package on PyPI" in plan.not_run["remove-crlf"]
+    assert plan.redirects == {"https://github.com/astral-sh/ruff-pre-commit": ("v0.9.4", "ruff==0.9.4")}
+    stand_in = {h["id"]: h for r in plan.config["repos"] if r["repo"] == "local" for h in r["hooks"]}
+    assert stand_in["md-only"]["language"] == "fail" and stand_in["md-only"]["files"] == "\\.md$"
+
+
+def test_mirrors_pin_the_tool_at_the_rev():
+    assert mirrors.key("https://github.com/PyCQA/autoflake.git") == "github.com/pycqa/autoflake"
+    assert mirrors.pin(mirrors.MIRRORS["github.com/google/yapf"], "v0.43.0") == "yapf==0.43.0"
+    assert mirrors.pin(mirrors.MIRRORS["github.com/pycqa/isort"], "5.12.0") == "isort==5.12.0"
+
+
+def test_pre_commit_output_is_read_per_hook():
+    out = ("isort....................................................................Passed\n"
+           "- hook id: isort\n- duration: 0.1s\n"
+           "ruff-format..............................................................Failed\n"
+           "- hook id: ruff-format\n- duration: 0.01s\n- files were modified by this hook\n\n1 file reformatted\n\n"
+           "mdformat.............................................(no files to check)Skipped\n- hook id: mdformat\n")
+    runs = lint_run.parse(out)
+    assert [(r.id, r.status, r.modified) for r in runs] == [
+        ("isort", "passed", False), ("ruff-format", "failed", True), ("mdformat", "not_selected", False)]
+    assert lint_run.wants(runs[1], Path("/w")) == "rewrites the file (1 file reformatted)"

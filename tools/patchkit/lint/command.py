@@ -1,0 +1,228 @@
+"""make lint: upstream's own pre-commit hooks on exactly the files the series changes, at the ref.
+
+The series is applied (series.py, into throwaway commits) on the target's upstream commit; the
+files it changes, upstream's .pre-commit-config.yaml and the tools' settings (pyproject.toml,
+ruff-legacy.toml, ...) at that commit, and the scripts its local hooks run, are written into a
+small git workspace (in a sparse or partial clone only those blobs are fetched). The real
+pre-commit runs there with hook repositories resolved to local mirrors of the pinned tools
+from PyPI (mirrors.py). One run over all files; only when a hook fails is each file run on
+its own, to say which file each failing hook wants changed and what the formatters make of
+it (FIX=1 puts that into the series' commits).
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .. import progress, series
+from ..errors import BadInput, Hint, ToolMissing
+from ..git import Identity, Repo, Sha, init
+from ..model import PatchSet
+from ..upstream import base_of
+from . import config as config_mod, mirrors, run as run_mod
+
+CONFIG = ".pre-commit-config.yaml"
+# The tools' settings a hook may read, at the repository root (ruff and codespell read
+# pyproject.toml; the legacy ruff hook reads ruff-legacy.toml and its baseline).
+SETTINGS = ("pyproject.toml", "ruff-legacy.toml", "ruff-legacy-baseline.json", "legacy-files.txt", "ruff.toml",
+            ".ruff.toml", "setup.cfg", ".style.yapf", ".isort.cfg", ".codespellrc", ".flake8")
+RUN_CONFIG = ".git/patchkit-lint-config.yaml"
+WORKSPACE_ID = Identity("patchkit lint", "lint@patchkit.invalid")
+
+
+@dataclass
+class Failure:
+    file: str
+    hook: str
+    wants: str
+
+
+@dataclass
+class LintResult:
+    target: str
+    upstream_ref: str
+    upstream_commit: str
+    patch_set: str  # the set's content hash: a report is for this series only
+    paths: list[str]  # the files the series changes, as they are after it
+    ran: list[str]  # hook ids that ran on some of the files
+    failures: list[Failure]
+    not_run: dict[str, str]  # hook id -> why (only hooks that select some of the files)
+    tools: dict[str, str]  # hook id -> the pinned tool from PyPI it ran
+    config_found: bool = True
+    report: str = ""
+    fixed: dict[str, str] = field(default_factory=dict)  # file -> the content the formatters make of it
+    fixed_tip: str = ""  # FIX=1: the rewritten series' last commit
+    fix_requested: bool = False
+    rewritten: list[str] = field(default_factory=list)  # FIX: the patch files it rewrote
+
+    @property
+    def ok(self) -> bool:
+        return self.config_found and not self.failures
+
+    @property
+    def hints(self) -> list[Hint]:
+        if self.failures and not self.fix_requested and any(f.wants.startswith("rewrites") for f in self.failures):
+            return [Hint.run(None, fix=True)]
+        return []
+
+
+def wheelhouse() -> Path:
+    """Where make setup put the pinned tools' wheels: beside the environment we run in."""
+    return Path(sys.prefix) / "wheelhouse"
+
+
+def lint(ps: PatchSet, *, repo: Repo, report: Path, cache: Path, fix: bool = False,
+         house: Path | None = None) -> LintResult:
+    """Run upstream's hooks on the series' files at the target's ref; write the JSON report."""
+    house = house or wheelhouse()
+    ref, base = base_of(repo, ps)
+    with progress.step(f"applying the {ps.target} series on {ref} for the lint"):
+        res = series.apply_series(repo, base, ps.patches, committer_date=series.THROWAWAY_DATE)
+    res.raise_on_conflict(f" to {base[:12]}")
+    tip = res.tip
+    files = [p for p in ps.touched_paths if repo.show_file(tip, p) is not None]
+    result = LintResult(ps.target, ps.upstream.ref, base, ps.content_hash, files, [], [], {}, {}, report=str(report),
+                        fix_requested=fix)
+    text = repo.show_file(tip, CONFIG)
+    if text is None:
+        result.config_found = False
+        return _write(result, report)
+    if not (Path(house) / ".fetched").exists() and not any(Path(house).glob("*.whl")):
+        raise ToolMissing(f"the hook tools' wheelhouse {house} is missing", hint=Hint.run("setup"))
+    plan = config_mod.plan(text.decode(), wheelhouse=house, exists=lambda p: repo.show_file(tip, p) is not None)
+    cache.mkdir(parents=True, exist_ok=True)
+    redirects = {}
+    with progress.step("preparing the hook repositories (local mirrors of the pinned tools)"):
+        for url, (rev, _pin) in plan.redirects.items():
+            redirects[url] = mirrors.ensure(cache, url, rev)
+    environ = run_mod.env(cache / f"pre-commit-{mirrors.fingerprint()}", house, mirrors.git_env(redirects))
+    (cache / "work").mkdir(exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f"{ps.target}-", dir=cache / "work"))
+    try:
+        _workspace(repo, tip, work, text, plan, files)
+        cfg = str(work / RUN_CONFIG)
+        originals = {f: (work / f).read_bytes() for f in files}
+        with progress.step(f"running upstream's pre-commit hooks on {len(files)} file(s)"):
+            runs = run_mod.pre_commit(work, cfg, files, environ)
+        _summarise(result, runs, plan)
+        if result.failures:
+            result.failures, result.fixed = _attribute(work, cfg, files, runs, originals, environ)
+        if fix and result.fixed:
+            result.fixed_tip = _rewrite(repo, base, ps, {f: c.encode() for f, c in result.fixed.items()})
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return _write(result, report)
+
+
+def _workspace(repo: Repo, tip: str, work: Path, text: bytes, plan: config_mod.Plan, files: list[str]) -> None:
+    """The files the hooks see: settings and config committed, the series' files staged as added."""
+    repo_ws = init(work)
+    (work / CONFIG).write_bytes(text)
+    for path in sorted(set(SETTINGS) | plan.scripts):
+        _put(repo, tip, work, path)
+    (work / RUN_CONFIG).write_text(config_mod.dump(plan.config))
+    repo_ws.add_all_and_commit("upstream's settings at the ref", WORKSPACE_ID, series.THROWAWAY_DATE)
+    for path in files:
+        _put(repo, tip, work, path)
+    repo_ws.stage_all()
+    repo_ws.close()
+
+
+def _put(repo: Repo, tip: str, work: Path, path: str) -> None:
+    data = repo.show_file(tip, path)
+    if data is None:
+        return
+    dest = work / path
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_bytes(data)
+    if any(m == "100755" for m, _t, _n in repo.ls_tree(tip, path, recursive=False)):
+        dest.chmod(0o755)
+
+
+def _attribute(work: Path, cfg: str, files: list[str], runs: list[run_mod.HookRun], originals: dict[str, bytes],
+               environ: dict[str, str]) -> tuple[list[Failure], dict[str, str]]:
+    """Which file each failing hook wants changed, and the formatters' version of each file.
+
+    From the one run when that says it unambiguously (a single file rewritten, or a checker
+    naming the file in its output); else each file is run on its own. The formatters' version
+    is run once more to its fixpoint (isort and yapf may each move what the other left).
+    """
+    changed = [f for f in files if (work / f).read_bytes() != originals[f]]
+    failing = [r for r in runs if r.status == "failed"]
+    failures: list[Failure] = []
+    alone: set[str] = set()
+    for r in failing:
+        if r.modified and len(changed) == 1:
+            named = changed
+        else:
+            named = [f for f in files if f in r.output]
+        if named and (not r.modified or set(named) <= set(changed)):
+            failures += [Failure(f, r.id, run_mod.wants(r, work)) for f in named]
+        else:
+            alone |= set(files)
+    fixed = {f: _fixpoint(work, cfg, f, environ) for f in changed if f not in alone}
+    _restore(work, originals)
+    for f in sorted(alone):
+        with progress.step(f"finding what the failing hooks want of {f}"):
+            per = run_mod.pre_commit(work, cfg, [f], environ)
+            failures += [Failure(f, r.id, run_mod.wants(r, work)) for r in per if r.status == "failed"]
+            if any(r.status == "failed" and r.modified for r in per):
+                fixed[f] = _fixpoint(work, cfg, f, environ)
+        _restore(work, originals)
+    failures.sort(key=lambda x: files.index(x.file))
+    return failures, fixed
+
+
+def _restore(work: Path, originals: dict[str, bytes]) -> None:
+    for f, data in originals.items():
+        (work / f).write_bytes(data)
+
+
+def _fixpoint(work: Path, cfg: str, f: str, environ: dict[str, str]) -> str:
+    """The file as the formatters leave it, run again until they change nothing (isort then yapf)."""
+    for _ in range(3):
+        before = (work / f).read_bytes()
+        run_mod.pre_commit(work, cfg, [f], environ)
+        if (work / f).read_bytes() == before:
+            break
+    return (work / f).read_bytes().decode("utf-8", "surrogateescape")
+
+
+def _summarise(result: LintResult, runs: list[run_mod.HookRun], plan: config_mod.Plan) -> None:
+    result.ran = [r.id for r in runs if r.status in ("passed", "failed")]
+    result.not_run = {r.id: plan.not_run.get(r.id, "cannot run here") for r in runs if r.status == "not_run"}
+    result.tools = {h: plan.pins[h] for h in result.ran if h in plan.pins}
+    result.failures = [Failure("", r.id, "") for r in runs if r.status == "failed"]
+
+
+def _rewrite(repo: Repo, base: Sha, ps: PatchSet, fixed: dict[str, bytes]) -> str:
+    """The series again, each commit carrying the formatters' version of the files it changes."""
+    for f in fixed:
+        touching = [p.name for p in ps.patches if f in p.paths]
+        if len(touching) > 1:
+            raise BadInput(f"FIX cannot rewrite {f}: patches {' and '.join(touching)} both change it; "
+                           "format it by hand in the last of them")
+
+    def mend(patch, tb: series.TreeBuilder) -> None:
+        for f, data in fixed.items():
+            if f in patch.paths:
+                tb.write_file(f, data)
+
+    res = series.apply_series(repo, base, ps.patches, committer_date=series.THROWAWAY_DATE, after_each=mend)
+    res.raise_on_conflict(f" to {base[:12]}")
+    return res.tip
+
+
+def _write(result: LintResult, report: Path) -> LintResult:
+    report.parent.mkdir(parents=True, exist_ok=True)
+    data = asdict(result)
+    data.pop("fixed")
+    data["ok"] = result.ok
+    tmp = report.with_name(f".{report.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    tmp.replace(report)
+    return result
