@@ -200,7 +200,7 @@ def make_vars() -> dict[str, tuple[set[str], set[str]]]:
     """Every CLI target of the Makefile: (variables it passes as values, variables that are switches)."""
     out = {}
     for line in (ROOT / "Makefile").read_text().splitlines():
-        m = re.match(r"^([a-z-]+): \$\(SETUP\) ; \$\(PATCHKIT\)", line)
+        m = re.match(r"^([a-z-]+): \$\(SETUP\)(?: \$\([A-Z]+\))* ; \$\(PATCHKIT\)", line)  # lint/pr also need $(HOOKS)
         if m:
             values = set(re.findall(r"\$\$([A-Z_]+)", line))
             out[m.group(1)] = (values, set(re.findall(r"\$\(if \$\(([A-Z_]+)\)", line)) - values)
