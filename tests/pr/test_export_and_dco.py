@@ -50,10 +50,10 @@ def test_check_export_fails_when_the_branch_moved_on(checkout, tmp_path, capsys)
     ps = patchset.load(root, "main")
     apply_mod.apply(ps, src=checkout)
     export_mod.export(ps, Repo(checkout), "overlay/main")
-    sh("git", "-C", checkout, "commit", "-q", "--amend", "-m", "[#19514][test] A reworded test commit")
+    sh("git", "-C", checkout, "commit", "-q", "--amend", "-m", "[#19514][doc] A reworded docs commit")
     code = main(["--root", str(root), "check-export", "--target", "main", "--src", str(checkout)])
     out = capsys.readouterr().out
-    assert code == 1 and "differs from overlay/main" in out and "changed: 0002-" in out
+    assert code == 1 and "differs from overlay/main" in out and "changed: 0003-19514-doc-A-reworded" in out
     # The hint repeats the user's own checkout, so that it runs as printed.
     assert f"run: patchkit --root {root} export --target main --src {checkout}" in out
 

@@ -165,7 +165,11 @@ def _expand(root: Path, path: str, text: str) -> str:
                 anchor = (len(lines), _hunk(root, path, a["target"], int(a["n"])).old_start)
         elif m:
             hunk = _hunk(root, path, m["target"], int(m["n"]))
-            if filler_at is not None and anchor is None:
+            if filler_at is not None and anchor is None and path.endswith(".md"):
+                # A page may have a filler before each hunk: prose, sized as it comes.
+                lines[filler_at:filler_at] = md_filler(hunk.old_start - 1 - len(lines), path)
+                filler_at = None
+            elif filler_at is not None and anchor is None:
                 anchor = (len(lines), hunk.old_start)
             lines += hunk.preimage
         elif line.rstrip("\n") == FILLER:
@@ -218,6 +222,14 @@ def _class(i: int) -> list[str]:
             "            return False\n",
             "        self.used += n\n",
             "        return True\n"]
+
+
+def md_filler(n: int, path: str = "the page") -> list[str]:
+    """n lines of our own prose, in paragraphs, for a page's lines that no patch touches."""
+    if n < 0:
+        raise BadInput(f"miniature: {path} has {-n} line(s) too many before a hunk's line")
+    return ["\n" if i % 4 == 3 or i == n - 1 else
+            f"This line stands in for part {i + 1} of the guide that no patch touches.\n" for i in range(n)]
 
 
 def filler(n: int, path: str = "the file") -> list[str]:

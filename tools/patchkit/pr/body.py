@@ -94,7 +94,7 @@ def context(ps: PatchSet, report: dict, files: list[str], waiver: str | None) ->
     base, patched = (images.get(t, {}).get("name") for t in ("unpatched", "patched"))
     unpatched_tree = ("upstream plus the new tests" if any(p.tests_only for p in ps.patches) else "upstream as it is")
     return {
-        "summary": " ".join(p.subject.split("] ", 2)[-1] for p in fixes) + ".",
+        "summary": ". ".join(p.subject.split("] ", 2)[-1] for p in fixes) + ".",
         "why": [para for p in fixes for para in _paragraphs(p.body)],
         "ticket": ticket(ps), "files": files, "regression": regression, "neighbours": neighbours,
         "ref": short_ref(report["upstream_ref"]),
