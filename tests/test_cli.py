@@ -1,6 +1,7 @@
 """The CLI as a user meets it: one line on stderr and a named exit code for bad input."""
 from __future__ import annotations
 
+from patchkit import patchset
 from patchkit.cli import main
 from helpers import ROOT, copy_root, sh, state_of
 
@@ -67,7 +68,8 @@ def test_json_output_of_apply(capsys, checkout):
     code, out, _ = run(capsys, "--json", "apply", "--target", "main", "--src", str(checkout))
     data = json.loads(out)
     assert code == 0 and data["branch"] == "overlay/main"
-    assert [o["status"] for o in data["outcomes"]] == ["applied", "applied"]
+    names = [p.name for p in patchset.load(ROOT, "main").patches]
+    assert [(o["patch"]["file"].rsplit("/", 1)[-1], o["status"]) for o in data["outcomes"]] == [(n, "applied") for n in names]
 
 
 def test_check_changes_nothing_and_names_conflicts(capsys, upstream, tmp_path):

@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 from helpers import ROOT
+from patchkit import patchset
 
 
 def run_cli(args, *, stderr_tty: bool) -> tuple[int, str, str]:
@@ -47,14 +48,15 @@ def test_progress_on_a_terminal_says_each_step_and_shows_gits_own(upstream, tmp_
     assert code == 0, err
     assert "patchkit: cloning main from file://" in err
     assert "Receiving objects:" in err  # git's own progress, passed through as git draws it
-    assert "patchkit: applying patch 1/2: 0001-" in err and "patchkit: applying patch 2/2: 0002-" in err
+    names = [p.name for p in patchset.load(ROOT, "main").patches]
+    assert all(f"patchkit: applying patch {i}/{len(names)}: {n}" in err for i, n in enumerate(names, 1)), err
     assert "patchkit:" not in out
 
 
 def test_json_output_never_contains_progress(upstream, tmp_path):
     code, out, err = run_cli(apply_args(upstream, tmp_path, "--json"), stderr_tty=True)
     assert code == 0, err
-    assert "patchkit: applying patch 1/2" in err  # progress still went to the terminal...
+    assert "patchkit: applying patch 1/" in err  # progress still went to the terminal...
     assert json.loads(out)["target"] == "main"  # ...and stdout is JSON and nothing else
 
 
