@@ -237,3 +237,28 @@ def test_missing_waives_file_is_reported_not_invented(upstream, tmp_path):
     res = apply_mod.apply(load("main"), src=clone)
     assert not res.waiver.changed and "does not exist at this ref" in res.waiver.why
     assert not (clone / WAIVES).exists()
+
+
+def test_rollback_finds_the_new_branch_by_name_when_git_cannot_list_refs(checkout, monkeypatch):
+    """#17 item 8: when git could not list the refs during the rollback (for-each-ref failing
+    on a broken ref store), the branch apply had just made stayed behind. The rollback now
+    looks the refs the transaction makes up by name."""
+    before = state_of(checkout)
+    from patchkit import git as git_mod
+    from patchkit.git import GitError
+    real_refs, calls = git_mod.Repo.refs, []
+
+    def refs_once(self):  # the snapshot's listing works; the rollback's fails as git would
+        calls.append(1)
+        if len(calls) > 1:
+            raise GitError(["git", "for-each-ref"], 128, "", "fatal: bad object refs/heads/broken", str(self.path))
+        return real_refs(self)
+
+    def boom(self, rev):
+        raise Conflict("simulated checkout failure")
+    monkeypatch.setattr(git_mod.Repo, "refs", refs_once)
+    monkeypatch.setattr(git_mod.Repo, "checkout", boom)
+    with pytest.raises(Conflict, match="simulated") as info:
+        apply_mod.apply(load("main"), src=checkout)
+    assert len(calls) == 2 and not getattr(info.value, "__notes__", None)  # restored whole: nothing to finish
+    assert state_of(checkout) == before

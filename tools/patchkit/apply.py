@@ -164,7 +164,7 @@ def _apply(ps: PatchSet, repo: Repo, cloned: bool, threeway: bool) -> ApplyResul
     result.outcomes, result.tip, result.waiver = res.outcomes, res.tip, res.extra
     refuse_untracked(repo, res.tip)
 
-    with transaction(repo) as snap:
+    with transaction(repo, creates=[branch_ref]) as snap:
         # Intent first, atomically: a kill after this line is finished or undone by the next run.
         record = {"phase": APPLYING, "target": ps.target, "branch": ps.branch, "base": base, "tip": res.tip,
                   "set_hash": ps.content_hash, "previous_symbolic": snap.symbolic_head, "previous_head": snap.head}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from . import atomic
@@ -39,8 +39,11 @@ def snapshot(repo: Repo) -> Snapshot:
     )
 
 
-def restore(repo: Repo, snap: Snapshot, finish: list[str] | None = None) -> list[str]:
+def restore(repo: Repo, snap: Snapshot, finish: list[str] | None = None, creates: Sequence[str] = ()) -> list[str]:
     """Put refs, HEAD, index and tracked files back as they were in snap.
+
+    creates names the refs the failed body may have made; when git cannot list the refs,
+    those are still looked up one by one and deleted, and every recorded ref is reset.
 
     Every step is tried even when an earlier one fails (a failing git must not leave the
     rest undone); the failures are returned, one line each, with the cause in the tool's own
@@ -51,17 +54,24 @@ def restore(repo: Repo, snap: Snapshot, finish: list[str] | None = None) -> list
     finish = finish if finish is not None else []
     git = repo.user_command
 
-    def step(what: str, fix: str, fn, *args) -> None:
+    def step(what: str, fix: str | None, fn, *args) -> bool:
         try:
             fn(*args)
+            return True
         except Exception as exc:  # noqa: BLE001 - collected and reported, never swallowed
             failures.append(f"{what}: {_cause(exc)}")
-            if fix not in finish:
+            if fix and fix not in finish:
                 finish.append(fix)
+            return False
 
     now: dict[str, Sha] = {}
     moved_to: list[Sha | None] = []
-    step("read refs", git("status"), lambda: (now.update(repo.refs()), moved_to.append(repo.head())))
+    if not step("read refs", None, lambda: (now.update(repo.refs()), moved_to.append(repo.head()))):
+        # Without the list, what the body made is found by name; the recorded refs are all reset below.
+        for ref in creates:
+            if ref not in snap.refs:
+                step(f"read {ref}", git("update-ref", "-d", ref),
+                     lambda r=ref: now.update({r: sha} if (sha := repo.rev_parse(r)) else {}))
     for ref, sha in now.items():
         if ref not in snap.refs:
             step(f"delete {ref}", git("update-ref", "-d", ref), repo.delete_ref, ref, sha)
@@ -133,8 +143,10 @@ def require_clean(repo: Repo) -> None:
 
 
 @contextlib.contextmanager
-def transaction(repo: Repo) -> Iterator[Snapshot]:
-    """Run the body against a clean repo; on any exception restore the snapshot and re-raise."""
+def transaction(repo: Repo, creates: Sequence[str] = ()) -> Iterator[Snapshot]:
+    """Run the body against a clean repo; on any exception restore the snapshot and re-raise.
+
+    creates: the refs the body may make (restore() finds them even when git cannot list refs)."""
     require_clean(repo)
     snap = snapshot(repo)
     try:
@@ -142,8 +154,8 @@ def transaction(repo: Repo) -> Iterator[Snapshot]:
     except BaseException as exc:
         log.info("restoring %s after a failure", repo.path)
         finish: list[str] = []
-        failures = restore(repo, snap, finish)
-        if failures:
+        failures = restore(repo, snap, finish, creates)
+        if finish:  # a step that failed and was not made up for by another (read refs: by name)
             exc.add_note(f"restoring {repo.path} failed at: " + "; ".join(failures)
                          + "; to finish the restore, run: " + " && ".join(finish))
         raise
