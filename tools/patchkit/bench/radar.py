@@ -83,8 +83,12 @@ def _grow(root: Path, repo: Repo) -> tuple[str, str]:
     waives = (repo.show_file(tip, minihistory.WAIVES) or b"").decode()
     scaffold = root / miniature.SCAFFOLD
 
+    mains = {p: (scaffold / "main" / p).read_text() for p in (minihistory.UTIL, minihistory.DUAL_POOL)}
+
     def expand(layer: str, path: str) -> str:
-        return miniature._expand(root, path, (scaffold / layer / path).read_text())
+        # A variant is a diff over main's scaffolding (miniature._patched), as the history variant lays it.
+        text = miniature._patched(root, scaffold / layer, mains)[path] if layer.endswith(".diff") else mains[path]
+        return miniature._expand(root, path, text)
     dual = (repo.show_file(tip, minihistory.DUAL_POOL) or b"").decode()
     dirs = sorted({name.rsplit("/", 1)[0] for _m, _t, name in repo.ls_tree(tip) if "/" in name
                    and name.endswith(".py") and not name.startswith(("tensorrt_llm/_torch/pyexecutor", "tests/unittest"))})
@@ -107,7 +111,7 @@ def _grow(root: Path, repo: Repo) -> tuple[str, str]:
         elif c == fix_at:
             for path, now in ((minihistory.UTIL, util), (minihistory.DUAL_POOL, dual)):
                 new = "".join(minihistory.theirs_wins(expand("main", path).splitlines(True),
-                                                      expand("variants/fixed-upstream", path).splitlines(True),
+                                                      expand("variants/fixed-upstream.diff", path).splitlines(True),
                                                       now.splitlines(True)))
                 changes[path] = new
             util, dual = changes[minihistory.UTIL], changes[minihistory.DUAL_POOL]
