@@ -141,6 +141,11 @@ class TreeBuilder:
     def apply(self, patch: Patch) -> None:
         self.index.apply(patch.diff)
 
+    def try_apply(self, patch: Patch) -> tuple[bool, str]:
+        """Apply the patch if it applies cleanly (one git process: git apply is all or nothing,
+        so on failure the index is as it was); (applied, git's -v output or complaint)."""
+        return self.index.apply(patch.diff, verbose=True, atomic=True)
+
     def read_file(self, path: str) -> bytes | None:
         """The file as the tree being built has it (through the one object reader)."""
         return self.index.read(path)
@@ -167,7 +172,7 @@ def apply_series(repo: Repo, base: Sha, patches: Sequence[Patch], *, threeway: b
                  extra: Callable[[TreeBuilder], Any] | None = None,
                  message_filter: Callable[[str], str] | None = None,
                  merge_bases: Sequence[str] = (), announce: str = "",
-                 search_history: bool = True,
+                 search_history: bool = True, record: bool = True,
                  after_each: Callable[[Patch, TreeBuilder], None] | None = None) -> SeriesResult:
     """Apply patches on base as commits; report each as applied, already upstream, 3-way or conflict.
 
@@ -181,13 +186,14 @@ def apply_series(repo: Repo, base: Sha, patches: Sequence[Patch], *, threeway: b
     merge bases only, never history (make radar probes slim trees that have none).
     after_each: may change the tree after a patch applied, before its commit (make lint FIX=1
     puts the formatters' version of the patch's files there).
+    record=False: only the outcomes, no commit objects (make radar probes hundreds of states).
     """
     result = SeriesResult(base=base, tip=base)
     with TreeBuilder(repo, base, committer, committer_date, message_filter) as tb:
         for i, patch in enumerate(patches, 1):
             with (progress.step(f"{announce} patch {i}/{len(patches)}: {patch.name}") if announce
                   else contextlib.nullcontext()):
-                outcome = _apply_one(tb, patch, threeway, merge_bases, search_history, after_each)
+                outcome = _apply_one(tb, patch, threeway, merge_bases, search_history, after_each, record)
             result.outcomes.append(outcome)
             if outcome.status == CONFLICT and stop_on_conflict:
                 break
@@ -199,9 +205,12 @@ def apply_series(repo: Repo, base: Sha, patches: Sequence[Patch], *, threeway: b
 
 def _apply_one(tb: TreeBuilder, patch: Patch, threeway: bool, merge_bases: Sequence[str] = (),
                search_history: bool = True,
-               after_each: Callable[[Patch, TreeBuilder], None] | None = None) -> Outcome:
+               after_each: Callable[[Patch, TreeBuilder], None] | None = None, record: bool = True) -> Outcome:
     author = Identity(patch.author_name, patch.author_email)
-    clean, err = tb.probe(patch)
+
+    def commit() -> Sha | None:
+        return tb.commit(patch.message, author, patch.date) if record else None
+    clean, err = tb.try_apply(patch)
     if not clean:
         reverse_ok, _ = tb.probe(patch, reverse=True)
         if reverse_ok:
@@ -212,11 +221,10 @@ def _apply_one(tb: TreeBuilder, patch: Patch, threeway: bool, merge_bases: Seque
         merged = _merge_from_history(tb, patch, merge_bases, search_history)
         if merged is not None:
             return Outcome(patch, CONFLICT, drift=merged)
-        return Outcome(patch, THREEWAY, tb.commit(patch.message, author, patch.date))
-    tb.apply(patch)
+        return Outcome(patch, THREEWAY, commit())
     if after_each is not None:
         after_each(patch, tb)
-    return Outcome(patch, APPLIED, tb.commit(patch.message, author, patch.date), offsets=_offsets(patch, err))
+    return Outcome(patch, APPLIED, commit(), offsets=_offsets(patch, err))
 
 
 _CHECKING = re.compile(r"^Checking patch (.+)\.\.\.$")
@@ -262,12 +270,21 @@ def _locate(expected: Sequence[str], lines: Sequence[str], near: int) -> tuple[i
     n = len(expected)
     if not lines or not n:
         return 0, ()
-    def score(i: int) -> int:
-        return sum(a == b for a, b in zip(expected, lines[i:i + n]))
-    starts = range(max(1, len(lines) - n + 1))
-    best = max(starts, key=lambda i: (score(i), -abs(i + 1 - near)))
-    if score(best) * 2 < n:  # nothing much like it anywhere: show what is where the header says
-        best = min(max(near - 1, 0), starts[-1])
+    starts = len(lines) - n + 1 if len(lines) >= n else 1
+    # A start's score: how many expected lines it finds in place. Counted from where each
+    # expected line occurs (not by comparing n lines at every start: a conflict in a long
+    # file took seconds), so only starts with a score above 0 are looked at.
+    at: dict[str, list[int]] = {}
+    for j, line in enumerate(lines):
+        at.setdefault(line, []).append(j)
+    scores: dict[int, int] = {}
+    for k, line in enumerate(expected):
+        for j in at.get(line, ()):
+            if 0 <= j - k < starts:
+                scores[j - k] = scores.get(j - k, 0) + 1
+    best = min(scores, key=lambda i: (-scores[i], abs(i + 1 - near), i), default=None)
+    if best is None or scores[best] * 2 < n:  # nothing much like it anywhere: show what is where the header says
+        best = min(max(near - 1, 0), starts - 1)
     return best + 1, tuple(lines[best:best + n])
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from git.exc import GitCommandError
 from git.objects.util import altz_to_utctz_str
 from gitdb import IStream
+from gitdb.db.loose import LooseObjectDB
 from gitdb.util import hex_to_bin
 
 from .. import scratch
@@ -124,9 +125,15 @@ class ObjectsMixin:
         return sorted(line.split(":", 1)[1] for line in res.text.splitlines() if ":" in line)
 
     def write_blob(self, data: bytes) -> Sha:
-        """Store data as a blob (a loose object, written by GitPython itself); its id."""
-        with self._objects("hash-object -w --stdin"):
-            stream = self._repo.odb.store(IStream("blob", len(data), _BytesReader(data)))
+        """Store data as a blob (a loose object); its id."""
+        return self.write_object("blob", data)
+
+    def write_object(self, kind: str, data: bytes) -> Sha:
+        """Store data as a loose object of kind (blob, tree, commit); its id. Written by gitdb
+        in this process, as git writes one (GitPython's own store runs a git hash-object each
+        time, and a radar writes hundreds)."""
+        with self._objects(f"hash-object -w -t {kind} --stdin"):
+            stream = LooseObjectDB.store(self._repo.odb, IStream(kind, len(data), _BytesReader(data)))
         return Sha(stream.hexsha.decode() if isinstance(stream.hexsha, bytes) else stream.hexsha)
 
     def commit_tree(self, tree: str, parents: Sequence[str], message: str, *, author: Identity,
@@ -250,15 +257,16 @@ class Index:
         self._run("read-tree", rev)
 
     def apply(self, diff: str | bytes, *, check: bool = False, reverse: bool = False,
-              verbose: bool = False) -> tuple[bool, str]:
+              verbose: bool = False, atomic: bool = False) -> tuple[bool, str]:
         """Apply diff to the index (git apply --cached); with check, only say whether it would.
 
         Returns (applies, git's complaint; with verbose also the hunks that apply at an offset).
-        Without check, a failure raises GitError.
+        Without check, a failure raises GitError; with atomic, it is returned like check's
+        (git apply changes nothing unless every hunk applies).
         """
         args = ["apply", "--cached", "--whitespace=nowarn"] + (["--check"] if check else []) + \
             (["-v"] if verbose else []) + (["--reverse"] if reverse else []) + ["-"]
-        res = self._run(*args, input=diff, check=not check)
+        res = self._run(*args, input=diff, check=not (check or atomic))
         return res.returncode == 0, res.stderr
 
     def read(self, path: str) -> bytes | None:
