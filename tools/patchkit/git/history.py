@@ -1,36 +1,42 @@
-"""History of a set's paths (make radar): the range's commits and trees fetched into a shallow
-clone by date, the first-parent commits that change some paths with the blobs they leave, and
-slim commits of a few files to probe patches on: a room of Repo (repo.py).
+"""History of a set's paths (make radar): the range's commits fetched into a shallow clone by
+date (commits only in a partial clone), the files at some paths in many commits read from the
+trees on the way to them alone (the missing ones fetched level by level, exactly those), and
+slim commits of a few files to probe patches on, written here without a git process: a room
+of Repo (repo.py).
 """
 from __future__ import annotations
 
-import tempfile
+import datetime
+import re
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
-from .objects import Index
+from gitdb.util import hex_to_bin
+
 from .runner import GitError, Identity, Sha
 from .transfer import _transfer
+
+TREE_MODE = "40000"
+_ENTRY = re.compile(rb"([0-7]+) ([^\0]*)\0(.{20})", re.S)  # a raw tree's entries, one after the other
+Files = dict[str, tuple[str, str]]  # {path: (mode, blob id)}
 
 
 class HistoryMixin:
     """What make radar asks of a repository."""
 
-    def fetch_history(self, rev: Sha, since_date: str) -> None:
+    def fetch_history(self, rev: Sha, since_date: str, trees: bool = True) -> None:
         """In a shallow clone, the history behind rev back to since_date (git's --shallow-since),
-        as commits and trees only in a partial clone (its filter): never a blob of history.
-        rev is fetched by id under refs/patchkit/, so the user's refs do not move."""
+        never a blob of it in a partial clone (its filter), and with trees=False there not a
+        tree either: commits only (files_at reads the few trees it needs). rev is fetched by
+        id into no ref at all: the user's refs do not move, and a run killed after the fetch
+        leaves no ref of ours behind."""
         if not self.is_shallow():
             return
-        tmp = "refs/patchkit/radar"
         args = ["fetch", "--no-tags", "--no-write-fetch-head", f"--shallow-since={since_date}"]
         filt = self.config_get("remote.origin.partialclonefilter")
         if filt:
-            args.append(f"--filter={filt}")
-        try:
-            _transfer(self._runner, [*args, "origin", f"+{rev}:{tmp}"], f"fetching the history since {since_date}")
-        finally:
-            self._run("update-ref", "-d", tmp, check=False)
+            args.append("--filter=tree:0" if not trees and self.is_partial() else f"--filter={filt}")
+        _transfer(self._runner, [*args, "origin", rev], f"fetching the history since {since_date}",
+                  remote=self._origin())
 
     def is_ancestor(self, ancestor: str, rev: str) -> bool:
         res = self._run("merge-base", "--is-ancestor", ancestor, rev, check=False)
@@ -43,41 +49,90 @@ class HistoryMixin:
         out = self._out("rev-list", "--first-parent", "-n1", f"--before={date}", rev)
         return Sha(out) if out else None
 
-    def path_history(self, since: str, until: str, paths: Sequence[str]) -> list[tuple[Sha, str, str, list[tuple[str, str, str]]]]:
-        """The first-parent commits of since..until that change paths, oldest first: (id,
-        committer date, subject, [(path, mode, blob id; ZERO when deleted)]). Trees only."""
-        out = self._run("-c", "core.quotePath=false", "log", "--reverse", "--first-parent", "--no-renames",
-                        "--diff-merges=first-parent", "--raw", "--no-abbrev", "--format=%x01%H%x02%cI%x02%s",
-                        f"{since}..{until}", "--", *paths).text
-        commits: list[tuple[Sha, str, str, list[tuple[str, str, str]]]] = []
-        for line in out.splitlines():
-            if line.startswith("\x01"):
-                sha, date, subject = line[1:].split("\x02", 2)
-                commits.append((Sha(sha), date, subject, []))
-            elif line.startswith(":") and commits and "\t" in line:
-                meta, path = line[1:].split("\t", 1)
-                _old_mode, new_mode, _old, new, _status = meta.split(" ")[:5]
-                commits[-1][3].append((path, new_mode, new))
-        return commits
+    def first_parent_log(self, since: str, until: str) -> list[tuple[Sha, Sha, str, str]]:
+        """The first-parent commits of since..until, oldest first: (id, tree id, committer date,
+        subject). Reads commits only."""
+        out = self._run("log", "--reverse", "--first-parent", "--format=%H%x02%T%x02%cI%x02%s",
+                        f"{since}..{until}").text
+        return [(Sha(sha), Sha(tree), date, subject) for sha, tree, date, subject
+                in (line.split("\x02", 3) for line in out.splitlines() if line)]
 
-    def blobs_at(self, rev: str, paths: Sequence[str]) -> dict[str, tuple[str, str]]:
-        """{path: (mode, blob id)} of the files at or under paths at rev (trees only)."""
-        out = self._run("ls-tree", "-r", "-z", "--full-tree", rev, "--", *paths).text
-        found = {}
-        for rec in out.split("\0"):
-            if rec:
-                meta, _, name = rec.partition("\t")
-                mode, typ, sha = meta.split(" ")
-                if typ == "blob":
-                    found[name] = (mode, sha)
-        return found
+    def files_at(self, trees: Sequence[str], paths: Sequence[str]) -> list[Files]:
+        """For each root tree, {path: (mode, blob id)} of the files at or under paths, read from
+        the trees on the way to them and nothing else. In a partial clone the missing ones are
+        fetched a level at a time, each level in one batch of exactly those trees (filter
+        tree:0 sends a wanted tree and nothing below it): never a whole tree of history."""
+        wanted = {p.strip("/") for p in paths}
+        on_the_way: dict[str, set[str]] = {}  # a directory ('' the top, else 'a/b/') -> its names we want
+        for p in wanted:
+            parts = p.split("/")
+            for i in range(len(parts)):
+                on_the_way.setdefault("".join(f"{d}/" for d in parts[:i]), set()).add(parts[i])
+        # (tree, its directory, everything under it wanted?) -> (its files, its subtrees)
+        found: dict[tuple[str, str, bool], tuple[list[tuple[str, str, str]], list[tuple[str, str, bool]]]] = {}
+        level = list(dict.fromkeys((t, "", False) for t in trees))
+        while level:
+            self.prefetch([t for t, _p, _a in level], "tree:0")
+            after: dict[tuple[str, str, bool], None] = {}
+            for key in level:
+                tree, prefix, whole = key
+                names = on_the_way.get(prefix, set())
+                files, subtrees = [], []
+                for mode, name, sha in self._tree_entries(tree):
+                    if not whole and name not in names:
+                        continue
+                    full = prefix + name
+                    if mode == TREE_MODE:
+                        subtrees.append((sha, full + "/", whole or full in wanted))
+                    elif mode != "160000" and (whole or full in wanted):
+                        files.append((full, mode, sha))
+                found[key] = (files, subtrees)
+                after.update((s, None) for s in subtrees if s not in found)
+            level = list(after)
+
+        memo: dict[tuple[str, str, bool], Files] = {}
+
+        def collect(key: tuple[str, str, bool]) -> Files:
+            if key not in memo:
+                files, subtrees = found[key]
+                out = {full: (mode, sha) for full, mode, sha in files}
+                for sub in subtrees:
+                    out.update(collect(sub))
+                memo[key] = out
+            return memo[key]
+        return [dict(collect((t, "", False))) for t in trees]
+
+    def _tree_entries(self, tree: str) -> list[tuple[str, str, str]]:
+        """(mode, name, id) of a tree's entries, through the one object reader."""
+        with self._objects(f"cat-file tree {tree}"):
+            raw = self._repo.odb.stream(hex_to_bin(tree)).read()
+        return [(m.group(1).decode(), m.group(2).decode("utf-8", "surrogateescape"), m.group(3).hex())
+                for m in _ENTRY.finditer(raw)]
 
     def commit_of_files(self, files: Mapping[str, tuple[str, str]], message: str, who: Identity, date: str) -> Sha:
         """A parentless commit holding only these files ({path: (mode, blob id)}): a slim tree
-        to probe patches on, built in a private index; no ref moves."""
-        with tempfile.TemporaryDirectory(prefix="patchkit-index-") as tmp:
-            index = Index(self, Path(tmp) / "index")
-            index._run("update-index", "--add", "--index-info",
-                       input="".join(f"{m} {s}\t{p}\n" for p, (m, s) in sorted(files.items())))
-            tree = index.write_tree()
-        return self.commit_tree(tree, [], message, author=who, committer=who, author_date=date, committer_date=date)
+        to probe patches on. Its trees and the commit are written here as git writes them (a
+        radar writes hundreds: objects.write_object); no ref moves."""
+        root: dict = {}
+        for path, (mode, sha) in files.items():
+            *dirs, name = path.split("/")
+            node = root
+            for d in dirs:
+                node = node.setdefault(d, {})
+            node[name] = (mode, sha)
+        stamp = datetime.datetime.fromisoformat(date)
+        offset = int(stamp.utcoffset().total_seconds() // 60) if stamp.utcoffset() else 0
+        when = f"{int(stamp.timestamp())} {'-' if offset < 0 else '+'}{abs(offset) // 60:02d}{abs(offset) % 60:02d}"
+        body = (f"tree {self._write_tree(root)}\nauthor {who.name} <{who.email}> {when}\n"
+                f"committer {who.name} <{who.email}> {when}\n\n{message.rstrip(chr(10))}\n")
+        return self.write_object("commit", body.encode())
+
+    def _write_tree(self, node: dict) -> str:
+        entries = []
+        for name, value in node.items():
+            mode, sha = (TREE_MODE, self._write_tree(value)) if isinstance(value, dict) else value
+            # git sorts a tree's entries by name, a directory's name as if it ended in '/'
+            key = name.encode("utf-8", "surrogateescape") + (b"/" if mode == TREE_MODE else b"")
+            entries.append((key, mode.lstrip("0").encode() + b" " + name.encode("utf-8", "surrogateescape")
+                            + b"\0" + hex_to_bin(sha)))
+        return self.write_object("tree", b"".join(e for _k, e in sorted(entries)))

@@ -73,7 +73,7 @@ def radar(ps: PatchSet, repo: Repo, *, since: str | None = None, until: str | No
         try:
             until_ref, until_sha = resolve_target_ref(repo, until)
         except NotFound:
-            sha = repo.fetch_commit(until)
+            sha = repo.fetch_commit(until, trees=False)
             if sha is None:
                 raise NotFound(f"{until} is not in {repo.path} nor on its origin", setting="until",
                                hint=Hint.choose("until")) from None
@@ -90,8 +90,12 @@ def radar(ps: PatchSet, repo: Repo, *, since: str | None = None, until: str | No
     # The tests: bisected over the candidates that change what the probe reads.
     relevant = [i for i, c in enumerate(cands) if c.touches(history.verdict_paths(ps))]
 
+    files = [rng.at_since, *history.states(rng, rng.paths)]
+
     def measure(k: int) -> bisection.Probe:
-        at = rng.since if k < 0 else cands[relevant[k]].sha
+        # On a slim commit of the set's files there (the probe reads nothing else): no tree of
+        # history is read or fetched.
+        at = scan.slim_commit(repo, files[0 if k < 0 else relevant[k] + 1])
         outs = [] if k < 0 else outcomes[relevant[k]]
         found = upstreamfix.probe(ps, repo, at, outs, runner)
         if found is None:

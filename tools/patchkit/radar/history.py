@@ -1,9 +1,10 @@
 """The range a radar looks at, and the commits in it that can change the set's status.
 
 SINCE..UNTIL on upstream's first-parent history. In the one-commit clone (depth 1, no blobs)
-the history is fetched as far back as SINCE's date only, as commits and trees (the clone's
-filter), never a blob: the trees are what tells which commits touch the set's paths. The
-blobs of those paths are fetched later, and only for the commits that need them.
+the history is fetched as far back as SINCE's date only, as commits alone (filter tree:0);
+then, for every commit of the range, only the trees on the way to the set's paths, a level
+at a time in one batch each: they tell which commits touch the set's files, and leave their
+blob ids. Those blobs are fetched later, and only for the states that need them.
 """
 from __future__ import annotations
 
@@ -66,7 +67,7 @@ def resolve(ps: PatchSet, repo: Repo, until_ref: str, until: Sha, since_given: s
     paths = set_paths(ps)
     since_rev = since_given or ps.upstream.recorded_base
     with progress.step(f"looking for SINCE {since_rev}"):
-        since = repo.fetch_commit(since_rev) if since_rev else None
+        since = repo.fetch_commit(since_rev, trees=False) if since_rev else None
     how = "SINCE" if since_given else ("upstream.base" if ps.upstream.base else "upstream.ref")
     if since is None and since_given:
         raise NotFound(f"{since_given} is not a commit of {_where(repo)}", setting="since", hint=Hint.choose("since"))
@@ -80,7 +81,7 @@ def resolve(ps: PatchSet, repo: Repo, until_ref: str, until: Sha, since_given: s
             raise NotFound(f"{ps.target}: its recorded base {since_rev} is not a commit of {_where(repo)} and "
                            f"verified_on has no date", setting="since", hint=Hint.choose("since"))
         end = f"{day}T23:59:59+00:00"
-        repo.fetch_history(until, f"{day}T00:00:00+00:00")
+        repo.fetch_history(until, f"{day}T00:00:00+00:00", trees=False)
         since = repo.first_parent_before(until, end)
         deepened = 0
         while since is None and repo.is_shallow() and deepened < DEEPEN_LIMIT and repo.deepen(64):
@@ -94,11 +95,16 @@ def resolve(ps: PatchSet, repo: Repo, until_ref: str, until: Sha, since_given: s
         raise BadInput(f"{since_rev} ({since[:12]}) is not in the history of {until_ref} ({until[:12]})",
                        setting="since", hint=Hint.choose("since", "until"))
     with progress.step(f"listing the commits of {since[:12]}..{until[:12]} that touch the set's paths"):
-        commits = [Commit(sha, date, subject, tuple(changes))
-                   for sha, date, subject, changes in repo.path_history(since, until, paths)]
-        total = len(repo.commits("--first-parent", f"{since}..{until}"))
-        at_since = repo.blobs_at(since, paths)
-    return Range(since, since_rev, how, until, until_ref, total, tuple(commits), paths, at_since)
+        log = repo.first_parent_log(since, until)
+        files = repo.files_at([repo.commit_info(since).tree, *(tree for _s, tree, _d, _m in log)], paths)
+        commits, before = [], files[0]
+        for (sha, _tree, date, subject), now in zip(log, files[1:]):
+            if now != before:  # what git log --first-parent -- <paths> lists, with the blobs it leaves
+                commits.append(Commit(sha, date, subject, tuple(
+                    (p, *now.get(p, ("000000", ZERO))) for p in sorted(before.keys() | now.keys())
+                    if now.get(p) != before.get(p))))
+            before = now
+    return Range(since, since_rev, how, until, until_ref, len(log), tuple(commits), paths, files[0])
 
 
 def _where(repo: Repo) -> str:
@@ -115,7 +121,7 @@ def _history_back_to(repo: Repo, until: Sha, since: Sha, date: str) -> None:
     deepen further while a commit on the way is dated earlier (clock skew, a rebased branch)."""
     if not repo.is_shallow() or repo.is_ancestor(since, until):
         return
-    repo.fetch_history(until, date)
+    repo.fetch_history(until, date, trees=False)
     deepened = 0
     while not repo.is_ancestor(since, until) and deepened < DEEPEN_LIMIT and repo.deepen(64):
         deepened += 64

@@ -52,7 +52,7 @@ def scan(ps: PatchSet, repo: Repo, rng: Range) -> tuple[list[Status], list[list[
     def commit_for(files: dict[str, tuple[str, str]]) -> Sha:
         key = tuple(sorted(files.items()))
         if key not in slim:
-            slim[key] = repo.commit_of_files(files, "patchkit radar: the set's files", WHO, series.THROWAWAY_DATE)
+            slim[key] = slim_commit(repo, files)
         return slim[key]
 
     base = commit_for(files_at[0])
@@ -64,10 +64,15 @@ def scan(ps: PatchSet, repo: Repo, rng: Range) -> tuple[list[Status], list[list[
             with progress.step(f"probing the series on state {len(seen) + 1} of {distinct} of the set's files"):
                 seen[key] = series.apply_series(repo, commit_for(files), ps.patches, threeway=True,
                                                 stop_on_conflict=False, committer_date=series.THROWAWAY_DATE,
-                                                merge_bases=[base], search_history=False).outcomes
+                                                merge_bases=[base], search_history=False, record=False).outcomes
         results.append(seen[key])
     statuses = [[status_of(o) for o in outs] for outs in results]
     return statuses[0], statuses[1:], results[1:]
+
+
+def slim_commit(repo: Repo, files: dict[str, tuple[str, str]]) -> Sha:
+    """A parentless commit of just these files ({path: (mode, blob id)}), to probe on."""
+    return repo.commit_of_files(files, "patchkit radar: the set's files", WHO, series.THROWAWAY_DATE)
 
 
 def _series_paths(ps: PatchSet) -> set[str]:
