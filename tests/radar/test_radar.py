@@ -10,16 +10,10 @@ import re
 
 import pytest
 
-from patchkit import minihistory, miniature
+from patchkit import minihistory
 from patchkit.cli import main
 from patchkit.radar import bisect
-from helpers import ROOT, build_once, sh, state_of
-
-
-@pytest.fixture(scope="session")
-def history_template(tmp_path_factory):
-    """The history miniature, built once a session."""
-    return build_once(tmp_path_factory, "history", lambda dest: miniature.build(ROOT, dest, variant="history"))
+from helpers import ROOT, sh, state_of
 
 
 def _radar(capsys, *args):
@@ -82,14 +76,29 @@ def test_radar_in_the_one_commit_clone_fetches_no_blob_of_history(history_templa
     assert sh("git", "-C", src, "status", "--porcelain").stdout == ""
 
 
-def test_fix_in_the_first_and_only_candidate(history_template, tmp_path, capsys):
+@pytest.mark.parametrize("since, until, where", [
+    ("(#20918)^", "(#20918)", "the only candidate"),
+    ("(#20918)^", "main", "the first of several"),
+    ("(#20511)", "(#20918)", "the last of several"),
+])
+def test_the_fix_at_the_edges_of_the_range(history_template, tmp_path, capsys, since, until, where):
+    """Upstream's fix as the first candidate, the last, the only one: radar names it, within
+    ceil(log2(candidates)) + 2 test probes (the ends of the range and the bisection)."""
     clone = tmp_path / "trtllm"
     sh("git", "clone", "-q", history_template.as_uri(), clone)
     fix = _sha(clone, "(#20918)")
-    code, res, _err = _radar(capsys, "--src", clone, "--since", f"{fix}^", "--until", fix, "--out", tmp_path / "o")
-    assert code == 1 and res["candidates"] == 1
-    assert [r["commit"] for r in res["timeline"]] == [fix] and res["timeline"][0]["tests"].startswith("fixed")
-    assert res["tests"]["probes"] <= 2
+
+    def rev(r: str) -> str:
+        return r if r == "main" else _sha(clone, r.rstrip("^")) + ("^" if r.endswith("^") else "")
+    code, res, _err = _radar(capsys, "--src", clone, "--since", rev(since), "--until", rev(until), "--out", tmp_path / "o")
+    cands = sh("git", "-C", clone, "log", "--first-parent", "--format=%H", f"{rev(since)}..{rev(until)}", "--",
+               *res["paths"]).stdout.split()[::-1]
+    assert code == 1 and res["candidates"] == len(cands)
+    assert {"the only candidate": [fix], "the first of several": cands[:1], "the last of several": cands[-1:]}[where] == [fix]
+    assert (len(cands) == 1) if where == "the only candidate" else (len(cands) >= 2)
+    assert [c["commit"] for c in res["tests"]["changes"]] == [fix] and res["tests"]["changes"][0]["exact"]
+    assert [r["tests"].split(" (")[0] for r in res["timeline"] if r["tests"]] == ["fixed"]
+    assert res["tests"]["probes"] <= (math.ceil(math.log2(len(cands))) + 2 if len(cands) > 1 else 2)
 
 
 def test_no_fix_in_range_means_refresh_with_threeway(history_template, tmp_path, capsys, monkeypatch):
@@ -110,16 +119,18 @@ def test_no_fix_in_range_means_refresh_with_threeway(history_template, tmp_path,
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 8, 13, 33])
 def test_bisection_finds_the_fix_at_every_position_and_none(n):
     """The edges: the fix in the first candidate, in the last, anywhere between, and in none."""
-    for fix_at in [*range(n), None]:
+    assert bisect.budget(n) == (math.ceil(math.log2(n)) + 2 if n > 1 else 2)  # SINCE and the one candidate
+    for fix_at in [*range(n), None, -1]:  # -1: fixed already at SINCE
         calls = []
 
         def measure(i):
             calls.append(i)
             return bisect.Probe(i, fix_at is not None and i >= fix_at, "")
         found = bisect.bisect(n, measure)
-        assert len(calls) == len(set(calls)) <= bisect.budget(n) == math.ceil(math.log2(n)) + 2 if n > 1 else True
-        if fix_at is None:
-            assert found.changes == ()
+        assert len(calls) == len(set(calls)) <= bisect.budget(n)
+        assert {-1, n - 1} <= set(calls)  # both ends measured
+        if fix_at in (None, -1):
+            assert found.changes == () and found.monotone
         else:
             assert [(c.at, c.exact, c.fixed) for c in found.changes] == [(fix_at, True, True)]
 
