@@ -10,6 +10,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# A git URL that never sends a byte (git's ext transport, allowed by the test's own config),
+# and that still ends on its own: `fd::17` hangs git forever on its own pipe, so a suite killed
+# during such a test (no `finally` runs) left `git clone fd::17` behind for good; this one ends
+# when its helper's sleep does, a minute later at most.
+NEVER_ANSWERS = "ext::sleep 60"
+
 
 def sh(*args, cwd=None, check=True, input=None):
     return subprocess.run([str(a) for a in args], cwd=cwd, check=check, text=True, input=input,

@@ -8,7 +8,7 @@ import pytest
 from patchkit import apply as apply_mod, patchset, series
 from patchkit.errors import NotFound, ToolMissing
 from patchkit.git import GitError, Identity, Repo
-from helpers import ROOT, sh
+from helpers import NEVER_ANSWERS, ROOT, sh
 
 UTIL = "tensorrt_llm/_torch/pyexecutor/_util.py"
 LATIN1 = b"# caf\xe9: a Latin-1 byte, not UTF-8\n"
@@ -121,17 +121,19 @@ def _running(pid: int, word: bytes) -> bool:
 def test_ctrl_c_during_a_clone_exits_at_once(tmp_path):
     """GitPython's kill_after_timeout watchdog is a non-daemon Timer nobody cancels on Ctrl-C:
     patchkit said 'interrupted' and then hung for PATCHKIT_NETWORK_TIMEOUT (30 min) before exiting."""
+    import contextlib
     import signal
     import subprocess
     import sys
     import time
     import os
     src = tmp_path / "src"
-    cfg = tmp_path / "gitconfig"  # the tests' config, and the fd transport allowed
-    cfg.write_text(Path(os.environ["GIT_CONFIG_GLOBAL"]).read_text() + '[protocol "fd"]\n\tallow = always\n')
+    cfg = tmp_path / "gitconfig"  # the tests' config, and the ext transport allowed
+    cfg.write_text(Path(os.environ["GIT_CONFIG_GLOBAL"]).read_text() + '[protocol "ext"]\n\tallow = always\n')
+    # Its own process group, so that whatever it leaves (its git clone) goes with it below.
     proc = subprocess.Popen([sys.executable, "-m", "patchkit", "--root", str(ROOT), "apply", "--target", "main",
-                             "--src", str(src), "--url", "fd::17"],  # a transport that never answers
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             "--src", str(src), "--url", NEVER_ANSWERS],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
                             env={**os.environ, "GIT_CONFIG_GLOBAL": str(cfg)}, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 30
@@ -143,7 +145,8 @@ def test_ctrl_c_during_a_clone_exits_at_once(tmp_path):
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=20)
     finally:
-        proc.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     assert (proc.returncode, out, err) == (130, "", "patchkit: interrupted\n")
     assert not src.exists()

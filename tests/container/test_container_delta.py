@@ -21,8 +21,17 @@ REGRESSION = "tests/unittest/_torch/executor/test_cross_kv_cache_layout.py"
 pytestmark = needs_tools
 
 
-def make(*args):
-    return sh("make", "-s", "-C", ROOT, "SETUP=", f"PATCHKIT={sys.executable} -m patchkit", *args, check=False)
+def make(*args, root: Path = ROOT):
+    return sh("make", "-s", "-C", ROOT, "SETUP=", f"PATCHKIT={sys.executable} -m patchkit --root {root}", *args,
+              check=False)
+
+
+def project_copy(tmp: Path) -> Path:
+    """make container renders the context under the project's build/: a copy of the project
+    for it to write in, not the checkout's own (a run of the suite leaves nothing in it)."""
+    root = copy_root(tmp)
+    shutil.copytree(ROOT / "overlay", root / "overlay")
+    return root
 
 
 def per_file(tests: dict[str, str], file: str) -> dict[str, int]:
@@ -41,17 +50,15 @@ def built(python_base, storage, miniature_template, tmp_path_factory):
     """built(target): make container for the target from a Python base made from its ref, once
     a session, as the user runs it; returns the BASE it was given. make container renders the
     context under the project's build/: here a copy of the project's, not the checkout's own."""
-    root = copy_root(tmp_path_factory.mktemp("container-root"))
-    shutil.copytree(ROOT / "overlay", root / "overlay")
+    root = project_copy(tmp_path_factory.mktemp("container-root"))
     done: dict[str, str] = {}
 
     def get(target: str) -> str:
         if target not in done:
             base = python_base(REFS[target])
             with in_store(storage):
-                res = sh("make", "-s", "-C", ROOT, "SETUP=", f"PATCHKIT={sys.executable} -m patchkit --root {root}",
-                         "container", f"TRTLLM={target}", f"TRTLLM_SRC={miniature_template}", f"BASE={base}",
-                         "BUILDER=buildah", check=False)
+                res = make("container", f"TRTLLM={target}", f"TRTLLM_SRC={miniature_template}", f"BASE={base}",
+                           "BUILDER=buildah", root=root)
             assert res.returncode == 0, res.stderr
             done[target] = base
         return done[target]
@@ -182,7 +189,7 @@ def test_container_delta_keeps_the_images_own_pythonpath(pythonpath_base, storag
     pytest through PYTHONPATH found no pytest: 0 outcomes in both trees."""
     with in_store(storage):
         built = make("container", "TRTLLM=rc25", f"TRTLLM_SRC={miniature_template}", f"BASE={pythonpath_base}",
-                     "BUILDER=buildah")
+                     "BUILDER=buildah", root=project_copy(tmp_path))
         assert built.returncode == 0, built.stderr
         report = tmp_path / "rc25.json"
         res = make("delta", "TRTLLM=rc25", f"TRTLLM_SRC={upstream}", "MODE=container", f"BASE={pythonpath_base}",

@@ -16,7 +16,7 @@ from patchkit import apply as apply_mod, lock, patchset, state
 from patchkit.cli import main
 from patchkit.errors import Conflict
 from patchkit.git import Repo
-from helpers import ROOT, sh, state_of
+from helpers import NEVER_ANSWERS, ROOT, sh, state_of
 from robust.faults import Injector
 
 TEST = "tests/unittest/_torch/executor/test_cross_kv_cache_layout.py"
@@ -240,16 +240,16 @@ def test_two_real_applies_at_once_end_applied_once(checkout):
 
 
 def test_a_clone_that_never_answers_times_out(capsys, tmp_path, monkeypatch):
-    """#11.16: --url fd::17 hung, because clone had no timeout."""
+    """#11.16: --url fd::17 hung, because clone had no timeout (NEVER_ANSWERS is such a URL)."""
     monkeypatch.setenv("PATCHKIT_NETWORK_TIMEOUT", "2")
-    # The tests' git config refuses the fd transport, which would fail at once and never reach
-    # the timeout: allow it, so that clone really waits on a descriptor that never answers.
+    # The tests' git config refuses the ext transport, which would fail at once and never reach
+    # the timeout: allow it, so that clone really waits on a remote that never answers.
     cfg = tmp_path / "gitconfig"
-    cfg.write_text(Path(os.environ["GIT_CONFIG_GLOBAL"]).read_text() + '[protocol "fd"]\n\tallow = always\n')
+    cfg.write_text(Path(os.environ["GIT_CONFIG_GLOBAL"]).read_text() + '[protocol "ext"]\n\tallow = always\n')
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(cfg))
     src = tmp_path / "never"
     started = time.monotonic()
-    code, _, err = run(capsys, "apply", "--target", "rc25", "--src", str(src), "--url", "fd::17")
+    code, _, err = run(capsys, "apply", "--target", "rc25", "--src", str(src), "--url", NEVER_ANSWERS)
     assert 2 <= time.monotonic() - started < 30
     assert code == 4 and err.count("\n") == 1, err
     assert "did not complete in 2 s (PATCHKIT_NETWORK_TIMEOUT)" in err, err

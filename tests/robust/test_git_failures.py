@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from patchkit.cli import main
-from helpers import ROOT, sh, state_of
+from helpers import NEVER_ANSWERS, ROOT, sh, state_of
 
 
 def run(capsys, *argv):
@@ -98,14 +98,14 @@ def _allow(monkeypatch, tmp_path: Path, *protocols: str) -> None:
 def test_a_stalled_clone_is_detected_and_names_the_remote(capsys, tmp_path, monkeypatch):
     """#17.15: a clone from a remote that stops sending waited for the whole deadline
     (PATCHKIT_NETWORK_TIMEOUT, 30 minutes by default); now no data for PATCHKIT_STALL_TIMEOUT
-    seconds ends it, naming the remote. fd::17 is a transport that never sends a byte."""
+    seconds ends it, naming the remote. NEVER_ANSWERS is a URL that never sends a byte."""
     monkeypatch.setenv("PATCHKIT_STALL_TIMEOUT", "1")
     monkeypatch.setenv("PATCHKIT_NETWORK_TIMEOUT", "20")
-    _allow(monkeypatch, tmp_path, "fd")
+    _allow(monkeypatch, tmp_path, "ext")
     src = tmp_path / "never"
-    code, _, err = run(capsys, "apply", "--target", "rc25", "--src", str(src), "--url", "fd::17")
+    code, _, err = run(capsys, "apply", "--target", "rc25", "--src", str(src), "--url", NEVER_ANSWERS)
     assert (code, err.count("\n")) == (4, 1), err
-    assert "fd::17 stalled: no data for 1 s" in err and "PATCHKIT_STALL_TIMEOUT" in err, err
+    assert f"{NEVER_ANSWERS} stalled: no data for 1 s" in err and "PATCHKIT_STALL_TIMEOUT" in err, err
     assert not src.exists()
 
 
