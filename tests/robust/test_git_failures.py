@@ -81,6 +81,21 @@ def test_a_git_exiting_128_when_opening_the_checkout_is_not_a_missing_checkout(t
     assert state_of(checkout) == before
 
 
+def test_a_git_that_gitpython_cannot_start_is_a_tool_that_does_not_work_here(tmp_path):
+    """GitPython runs `git version` when it is imported; when that fails, a command that uses
+    git says so in one line with git's words (exit 5, not a traceback or exit 70), and a
+    command that needs no git (`targets`) is not troubled by it (the CLI imports the git
+    facade only for the commands that use it)."""
+    res = run_with_failing(tmp_path, "version", "check", "--src", str(tmp_path))
+    assert (res.returncode, res.stdout, res.stderr.count("\n")) == (5, "", 1), res.stderr
+    assert res.stderr.startswith("patchkit: error: the version control tool does not work here (")
+    assert "fatal: simulated failure of version" in res.stderr
+    (tmp_path / "bin").rename(tmp_path / "bin-check")
+    res = run_with_failing(tmp_path, "version", "targets")
+    assert (res.returncode, res.stderr) == (0, ""), res.stderr
+    assert res.stdout.splitlines()[0].split() == ["target", "ref", "patches", "branch"]
+
+
 def test_a_plain_folder_is_still_not_a_git_checkout(capsys, tmp_path):
     """The other side of #17.10: when git ran cleanly and said so, the folder is no checkout (exit 4)."""
     (tmp_path / "plain").mkdir()

@@ -1,17 +1,17 @@
 """python -m patchkit and the console script: only call the CLI.
 
 Ctrl-C at any instant is `patchkit: interrupted` and exit 130, a second Ctrl-C too. So the
-first thing the entry point does, before the CLI's imports (a third of a second: GitPython
-runs `git version` on import), is take SIGINT: while modules import nothing has changed yet,
-so a Ctrl-C there ends the process at once. Once the CLI runs, a Ctrl-C is a KeyboardInterrupt
+first thing the entry point does, before any import (the CLI's own, then each command's
+modules as it runs, GitPython's `git version` among them), is take SIGINT: while the CLI
+imports nothing has changed yet, so a Ctrl-C there ends the process at once. Once the CLI runs, a Ctrl-C is a KeyboardInterrupt
 that unwinds through the transactions (they put the checkout back) to the CLI's handler; a
 second one while they restore is held off, so the restore finishes. One that Python swallows
 on the way (an exception in `__del__` or a weakref callback is only printed) still ends in
 130, never in a run that looks finished, and lets the next Ctrl-C in. A Ctrl-C after the
 answer is decided is ignored: the exit is already 130 or the command's own.
 
-GitPython runs `git version` when it is imported; a git that fails there must still end in
-one line and the tool-missing code, not a traceback before the CLI's error handling starts.
+GitPython runs `git version` when it is imported, which happens when a command that uses git
+runs; the CLI says a git that fails there in one line, with the tool-missing code.
 """
 import signal
 
@@ -50,15 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     """The process's entry point: it owns SIGINT from here to the exit (library callers use cli.main)."""
     signal.signal(signal.SIGINT, _exit_now)
     _state.update(unwinding=False, swallowed=False)
-    try:
-        from .cli import main as cli_main
-    except ImportError as exc:
-        if "Failed to initialize" not in str(exc):  # GitPython's words when its git check fails
-            raise
-        cause = str(exc.__cause__ or exc).strip().splitlines()
-        said = next((line.strip() for line in reversed(cause) if line.strip()), "no answer")
-        print(f"patchkit: error: the version control tool does not work here ({said[:200]})", file=sys.stderr)
-        return 5
+    from .cli import main as cli_main
     sys.unraisablehook = _unraisable
     signal.signal(signal.SIGINT, _interrupt)
     try:

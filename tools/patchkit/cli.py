@@ -17,19 +17,18 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from . import __version__, lock, progress, apply as apply_mod, bench, check as check_mod, demo, miniature, patchset, render, scratch
-from .ci import summary as ci_summary, workflow as ci_workflow
-from .container import build as cbuild
-from .delta import command as delta_cmd
-from .lint import command as lint_cmd
-from .git import GitError, Repo
-from .pr import branch as pr_branch, dco, export as export_mod
-from .radar import command as radar_cmd
-from .upstream import base_of, obtain
-from .waives import report as waiver_report
+# Only what every command needs is imported here: the ground floor and the rendering. Each
+# command imports its own modules when it runs, so `patchkit targets` or a bad command line
+# does not pay for GitPython, jinja2 and every other command's modules (a third of a second
+# per process, #19), and a git that GitPython cannot start only troubles the commands that use it.
+from . import __version__, lock, progress, render, scratch
+from .delta import MODES as DELTA_MODES
 from .errors import CommandError, ExitCode, UserError
+
+if TYPE_CHECKING:
+    from .git import Repo
 
 log = logging.getLogger("patchkit")
 
@@ -98,24 +97,35 @@ def _src(root: Path, ps, args: argparse.Namespace) -> Path:
 
 
 def _set(root: Path, args: argparse.Namespace):
+    from . import patchset
     return patchset.load(root, args.target)
 
 
+def _targets(root, args):
+    from . import patchset
+    return [patchset.load(root, t) for t in patchset.targets(root)]
+
+
 def _apply(root, args):
+    from . import apply as apply_mod
     ps = _set(root, args)
     return apply_mod.apply(ps, src=_src(root, ps, args), url=args.url, threeway=args.threeway)
 
 
 def _unapply(root, args):
+    from . import apply as apply_mod
     ps = _set(root, args)
     return apply_mod.unapply(ps, src=_src(root, ps, args))
 
 
 def _check(root, args):
+    from . import check as check_mod, patchset
     return check_mod.check([patchset.load(root, t) for t in args.target or patchset.targets(root)], src=args.src)
 
 
 def _waivers(root, args):
+    from .upstream import base_of, obtain
+    from .waives import report as waiver_report
     ps = _set(root, args)
     repo, _ = obtain(ps, _src(root, ps, args), args.url)
     ref, _sha = base_of(repo, ps)
@@ -123,6 +133,8 @@ def _waivers(root, args):
 
 
 def _delta(root, args):
+    from .delta import command as delta_cmd
+    from .upstream import obtain
     ps = _set(root, args)
     repo, _ = obtain(ps, _src(root, ps, args), args.url)
     report = args.report or root / "build" / "delta" / f"{ps.target}.json"
@@ -131,6 +143,9 @@ def _delta(root, args):
 
 
 def _lint(root, args):
+    from .lint import command as lint_cmd
+    from .pr import export as export_mod
+    from .upstream import obtain
     ps = _set(root, args)
     repo, _ = obtain(ps, _src(root, ps, args), args.url)
     report = (args.report or root / "build" / "lint" / f"{ps.target}.json").resolve()
@@ -157,6 +172,8 @@ def _locked(repo: Repo, command: str) -> contextlib.AbstractContextManager:
 
 
 def _pr(root, args):
+    from .git import Repo
+    from .pr import branch as pr_branch
     ps = _set(root, args)
     repo = Repo.open(_src(root, ps, args))
     with _locked(repo, f"pr {ps.target}"):
@@ -166,6 +183,8 @@ def _pr(root, args):
 
 
 def _dco(root, args):
+    from .git import Repo
+    from .pr import dco
     repo = Repo.open(args.src)
     if args.fix:
         with _locked(repo, f"dco --fix {args.branch}"):
@@ -175,6 +194,8 @@ def _dco(root, args):
 
 def _export(check_only: bool):
     def run(root, args):
+        from .git import Repo
+        from .pr import export as export_mod
         ps = _set(root, args)
         repo = Repo.open(_src(root, ps, args))
         with contextlib.nullcontext() if check_only else _locked(repo, f"export {ps.target}"):
@@ -184,6 +205,8 @@ def _export(check_only: bool):
 
 
 def _container(root, args):
+    from .container import build as cbuild
+    from .upstream import obtain
     ps = _set(root, args)
     with contextlib.ExitStack() as held:
         repo, _ = obtain(ps, _src(root, ps, args), args.url, hold=held, command=f"container {ps.target}")
@@ -192,11 +215,14 @@ def _container(root, args):
 
 
 def _push(root, args):
+    from .container import build as cbuild
     return cbuild.push(_set(root, args), base=args.base, registry=args.registry, builder_name=args.builder,
                        tls_verify=args.tls_verify == "true")
 
 
 def _radar(root, args):
+    from .radar import command as radar_cmd
+    from .upstream import obtain
     ps = _set(root, args)
     with contextlib.ExitStack() as held:
         repo, _ = obtain(ps, _src(root, ps, args), args.url, hold=held, command=f"radar {ps.target}")
@@ -208,19 +234,37 @@ def _radar(root, args):
 
 
 def _workflow(root, args):
+    from .ci import workflow as ci_workflow
     labels = ci_workflow.gpu_runner_labels(args.gpu_runner) if args.gpu_runner is not None else None  # None: keep the file's
     return ci_workflow.write(root, labels, check=args.check)
 
 
 def _summary(root, args):
+    from .ci import summary as ci_summary
     step = os.environ.get("GITHUB_STEP_SUMMARY")  # GitHub Actions: the job's Markdown page
     return ci_summary.summarize(root, args.reports, (args.out or root / "build" / "summary").resolve(),
                                 Path(step) if step else None)
 
 
 def _bench(root, args):
+    from . import bench
     work = args.workdir.resolve()
     return bench.run(root, work, bench.Options(files=args.files, commits=args.commits))
+
+
+def _bench_text(res) -> str:
+    from . import bench
+    return bench.render(res)
+
+
+def _miniature(root, args):
+    from . import miniature
+    return miniature.build(root, args.dest, args.variant)
+
+
+def _demo(root, args):
+    from . import demo
+    return demo.run(root, args.workdir.resolve(), args.signoff)
 
 
 COMMANDS: dict[str, Command] = {c.name: c for c in (
@@ -247,7 +291,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
             "make waivers TRTLLM=rc25\npatchkit waivers --target rc25 --src build/trtllm-rc25"),
     Command("delta", "run the set's tests unpatched and patched, and grade the delta",
             (TARGET, SRC, URL, arg("--mode", "MODE", "default: source unless tensorrt_llm is importable",
-                                   choices=delta_cmd.MODES),
+                                   choices=DELTA_MODES),
              arg("--report", "REPORT", "where to write the JSON report (default: build/delta/<target>.json)", type=Path),
              arg("--base", "BASE", "container mode: the unpatched image (default: the set's container.base)"),
              arg("--builder", "BUILDER", "container mode: buildah, podman or docker (default: the first that works)")),
@@ -299,10 +343,9 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
     Command("miniature", "build the miniature upstream repository",
             (arg("--dest", "DEST", "where (a new or empty directory)", type=Path, required=True),
              arg("--variant", "VARIANT", "add a variant's commits on main (e.g. fixed-upstream: upstream's own fix)")),
-            lambda root, args: miniature.build(root, args.dest, args.variant), render.miniature_result,
+            _miniature, render.miniature_result,
             "make miniature DEST=/tmp/mini\npatchkit miniature --dest /tmp/mini"),
-    Command("targets", "list the patch sets", (), lambda root, args: [patchset.load(root, t) for t in patchset.targets(root)],
-            render.targets, "make targets\npatchkit targets"),
+    Command("targets", "list the patch sets", (), _targets, render.targets, "make targets\npatchkit targets"),
     Command("workflow", "render .github/workflows/patchkit.yml: every target's jobs, from the sets on disk",
             (arg("--gpu-runner", "GPU_RUNNER", "the container job's runner labels (default: self-hosted,gpu)"),
              arg("--check", None, "change nothing; exit 1 when the file is stale", action="store_true")),
@@ -318,10 +361,10 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
     Command("bench", "measure the cold start by clone method, the delta, the image build, the waiver step, the radar",
             (WORKDIR, arg("--files", None, "files of the generated upstream (default 15,000)", type=int),
              arg("--commits", None, "commits of the generated upstream (default 5,000)", type=int)),
-            _bench, bench.render, "make bench\npatchkit bench --workdir build/bench"),
+            _bench, _bench_text, "make bench\npatchkit bench --workdir build/bench"),
     Command("demo", "run the main job on the miniature upstream",
             (WORKDIR, arg("--signoff", "SIGNOFF", "'Name <email>' for the demo's PR branch (default: git config)")),
-            lambda root, args: demo.run(root, args.workdir.resolve(), args.signoff), render.demo_result,
+            _demo, render.demo_result,
             "make demo\npatchkit demo --workdir build/demo", lambda res: _mismatch_unless(res.ok)),
 )}
 
@@ -406,10 +449,19 @@ def main(argv: list[str] | None = None) -> int:
         where = f" in {exc.cwd}" if exc.cwd else ""
         print(f"patchkit: error: {' '.join(exc.cmd[:2])} failed{where} (exit {exc.returncode}): "
               f"{exc.first_line()}{notes}", file=sys.stderr)
-        return ExitCode.CONFLICT if isinstance(exc, GitError) else ExitCode.TOOL_MISSING
+        return ExitCode.CONFLICT if _is_git_error(exc) else ExitCode.TOOL_MISSING
     except KeyboardInterrupt:
         print("patchkit: interrupted", file=sys.stderr)
         return ExitCode.INTERRUPTED
+    except ImportError as exc:
+        if "Failed to initialize" not in str(exc):  # GitPython's words when its `git version` at import fails
+            return _crashed()
+        # The git facade is imported by the commands that use git, when they run: a git that
+        # GitPython cannot start is one line and the tool-missing code, not an internal error.
+        cause = str(exc.__cause__ or exc).strip().splitlines()
+        said = next((line.strip() for line in reversed(cause) if line.strip()), "no answer")
+        print(f"patchkit: error: the version control tool does not work here ({said[:200]})", file=sys.stderr)
+        return ExitCode.TOOL_MISSING
     except OSError as exc:
         # The filesystem said no (a path too long or not a directory, no permission, no space):
         # the user's paths or machine, not a bug; one line naming the path.
@@ -420,10 +472,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"patchkit: error: {exc.strerror or exc}: {name}", file=sys.stderr)
         return ExitCode.USAGE if bad_path else ExitCode.CONFLICT
     except Exception:
-        fd, path = tempfile.mkstemp(prefix="patchkit-crash-", suffix=".log")
-        with os.fdopen(fd, "w") as fh:
-            traceback.print_exc(file=fh)
-        print(f"patchkit: internal error; the traceback is in {path}", file=sys.stderr)
-        return ExitCode.INTERNAL
+        return _crashed()
+
+
+def _crashed() -> ExitCode:
+    """A bug of ours: the traceback of the exception being handled goes to a log file, its path to stderr."""
+    fd, path = tempfile.mkstemp(prefix="patchkit-crash-", suffix=".log")
+    with os.fdopen(fd, "w") as fh:
+        traceback.print_exc(file=fh)
+    print(f"patchkit: internal error; the traceback is in {path}", file=sys.stderr)
+    return ExitCode.INTERNAL
+
+
+def _is_git_error(exc: CommandError) -> bool:
+    """Whether a tool failure is git's. The facade is imported only by the commands that use
+    git; when it was never imported, no git command ran, so the failure is not git's."""
+    runner = sys.modules.get(f"{__package__}.git.runner")
+    return runner is not None and isinstance(exc, runner.GitError)
 
 

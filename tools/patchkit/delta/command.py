@@ -12,10 +12,8 @@ from ..errors import BadInput, Hint
 from ..git import Repo
 from ..model import PatchSet
 from ..upstream import base_of, refuse_symlinked_paths
-from . import compare, images as container_images, trees, upstreamfix
+from . import MODES, compare, images as container_images, trees, upstreamfix
 from .run import ContainerRunner, Job, Runner, SourceRunner, TreeRun
-
-MODES = ("source", "container")
 
 
 def default_mode() -> str:
