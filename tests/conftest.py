@@ -1,6 +1,7 @@
 """Hermetic seal for every test: own HOME, fixed git identity and dates, no network, no gpg."""
 from __future__ import annotations
 
+import compileall
 import os
 import shutil
 import tempfile
@@ -15,6 +16,16 @@ FIXED_DATE = "2026-11-29T12:00:00+00:00"
 # and a test's own `make TRTLLM=rc25 export` would then get the outer BRANCH=overlay/main.
 MAKE_VARIABLES = {name for line in (ROOT / "Makefile").read_text().splitlines()
                   if line.startswith("export ") and "=" not in line for name in line.split()[1:]}
+
+
+def pytest_configure(config):
+    """The package's bytecode, written once for the whole run. The suite starts patchkit in a
+    few hundred processes (make, the CLI, hints run as printed); where PYTHONDONTWRITEBYTECODE
+    is set, each of them compiled every module of the package from source again (a tenth of a
+    second of each start-up). Python still reads bytecode under that setting; it lands where
+    Python itself keeps it (__pycache__, ignored by git). Workers and controller may compile at
+    once: each file is written to a temporary name and renamed."""
+    compileall.compile_dir(ROOT / "tools" / "patchkit", quiet=1)
 
 
 @pytest.fixture(autouse=True)
