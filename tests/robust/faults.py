@@ -18,7 +18,7 @@ from pathlib import Path
 from helpers import ROOT
 
 WRAPPER = r'''#!/bin/sh
-n=$(( $(cat "$FAULT_COUNTER" 2>/dev/null || echo 0) + 1 ))
+n=0; read n 2>/dev/null < "$FAULT_COUNTER"; n=$((n + 1))  # read, a builtin: no process per git call
 echo $n > "$FAULT_COUNTER"
 if [ "$FAULT_MODE" = fail-writes-from ] && [ "$FAULT_N" -gt 0 ] && [ "$n" -ge "$FAULT_N" ]; then
   for a in "$@"; do
