@@ -7,10 +7,12 @@ delta) are left to their own tests; their options reach no shell either (tests/t
 checks that no module uses one)."""
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 from patchkit import cli
-from helpers import ROOT, state_of
+from helpers import ROOT, copy_root, state_of
 
 SKIP = {"bench", "demo", "container", "container-push", "delta"}
 PAYLOADS = ["x;touch {p}", "--orphan=$(touch {p})", "`touch {p}`\nSigned-off-by: Evil <e@e.com>", "../../" * 20 + "etc",
@@ -24,10 +26,17 @@ def valid(name: str, checkout) -> dict[str, str]:
 
 
 def test_every_cli_option_with_hostile_values(capsys, checkout, tmp_path, monkeypatch):
+    # A copy of the project: a command given no --src works in <root>/build/trtllm-<target>,
+    # which in the checkout's own build/ could be the developer's clone, and a refused clone
+    # must not write there either (a run of the suite leaves nothing in the project).
+    root = copy_root(tmp_path)
+    shutil.copy2(ROOT / "Makefile", root / "Makefile")
+    shutil.copytree(ROOT / ".github", root / ".github")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PATCHKIT_LOCK_WAIT", "0")
     pwned = tmp_path / "pwned"
     runs, defects = 0, []
+    state = state_of(checkout)  # before the next run: as the last one left it
     for c in cli.COMMANDS.values():
         if c.name in SKIP:
             continue
@@ -35,16 +44,16 @@ def test_every_cli_option_with_hostile_values(capsys, checkout, tmp_path, monkey
             if a.options.get("action") == "store_true" or a.options.get("choices"):
                 continue
             for payload in PAYLOADS:
-                argv = ["--root", str(ROOT), c.name, f"{a.flag}={payload.format(p=pwned)}"]
+                argv = ["--root", str(root), c.name, f"{a.flag}={payload.format(p=pwned)}"]
                 for other in c.args:
                     if other.flag != a.flag and other.options.get("required"):
                         argv.append(f"{other.flag}={valid(c.name, checkout)[other.flag]}")
-                before = state_of(checkout)
                 code = cli.main(argv)
                 err = capsys.readouterr().err
                 runs += 1
+                before, state = state, state_of(checkout)
                 bad = (code == 70 or "internal error" in err or "Traceback" in err or pwned.exists()
-                       or (code != 0 and err.count("\n") != 1) or (code != 0 and state_of(checkout) != before))
+                       or (code != 0 and err.count("\n") != 1) or (code != 0 and state != before))
                 if bad:
                     defects.append(f"  {c.name} {a.flag}={payload[:30]!r}: exit {code} {err.strip()[:200]}")
                     pwned.unlink(missing_ok=True)
