@@ -174,7 +174,7 @@ def pythonpath_base(python_base, storage):
             deps.mkdir(parents=True)
             for entry in site.iterdir():
                 if entry.suffix != ".pth":  # .pth files work only in a site directory
-                    entry.rename(deps / entry.name)
+                    shutil.move(entry, deps / entry.name)  # overlay: a lower layer's folder cannot be renamed
             sh("buildah", "umount", ctr)
             sh("buildah", "config", "--env", "PYTHONPATH=/opt/pydeps", ctr)
             sh("buildah", "commit", "-q", ctr, name)
