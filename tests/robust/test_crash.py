@@ -149,6 +149,44 @@ def test_a_failed_clone_leaves_nothing_and_a_leftover_is_not_refused(capsys, tmp
     assert not leftover.parent.exists() and head(src) == "overlay/rc25"
 
 
+def test_a_refused_clone_into_a_folder_that_was_there_leaves_nothing_in_it(capsys, tmp_path):
+    """A clone that fails (a URL with no repository) into a build/ that already existed left
+    build/.trtllm-rc25.patchkit-clone.lock behind; it goes as after a clone that landed."""
+    place = tmp_path / "build"
+    place.mkdir()
+    code, _, err = run(capsys, "apply", "--target", "rc25", "--src", str(place / "trtllm-rc25"),
+                       "--url", (tmp_path / "nowhere").as_uri())
+    assert (code, err.count("\n")) == (4, 1), err
+    assert list(place.iterdir()) == []
+
+
+def test_a_run_that_waited_on_a_removed_lock_file_takes_the_lock_at_its_path(tmp_path, monkeypatch):
+    """The clone's lock file is removed by its holder before it lets go; a run that waited on
+    the removed file must not think it holds the lock: a third run, which opens the file now at
+    that path, would hold it too. It takes the lock on the file at the path."""
+    monkeypatch.setenv("PATCHKIT_LOCK_WAIT", "10")
+    path = tmp_path / ".trtllm-rc25.patchkit-clone.lock"
+    entered, release = threading.Event(), threading.Event()
+
+    def holder():
+        with lock.hold(path, "apply rc25", "build/trtllm-rc25"):
+            entered.set()
+            release.wait(10)
+            path.unlink()
+    t = threading.Thread(target=holder)
+    t.start()
+    entered.wait(5)
+    threading.Timer(0.3, release.set).start()
+    with lock.hold(path, "apply main", "build/trtllm-rc25"):
+        held = os.stat(path).st_ino  # there is a file at the path, and it is the one locked
+        with pytest.raises(Conflict, match=r"is busy: pid \d+ \(apply main\)"):
+            monkeypatch.setenv("PATCHKIT_LOCK_WAIT", "0")
+            with lock.hold(path, "apply rc25", "build/trtllm-rc25"):
+                pass
+        assert os.stat(path).st_ino == held
+    t.join()
+
+
 def test_a_clone_killed_midway_leaves_no_checkout(tmp_path, upstream):
     """#11.7 for real: SIGKILL while git clone runs; the next apply clones afresh."""
     src = tmp_path / "trtllm"

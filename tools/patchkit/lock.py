@@ -30,21 +30,24 @@ def wait_seconds() -> float:
 
 @contextlib.contextmanager
 def hold(path: Path, command: str, what: str) -> Iterator[None]:
-    """Hold the lock at path for the body; Conflict (exit 3) naming the holder if it stays taken."""
+    """Hold the lock at path for the body; Conflict (exit 3) naming the holder if it stays taken.
+
+    A holder may remove the lock file before it lets go (a clone's lock beside TRTLLM_SRC):
+    whoever waited on the removed file finds it gone once it has the lock, and takes the
+    lock again at path, so two runs never hold "the" lock at once."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    deadline = time.monotonic() + wait_seconds()
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        try:
+            _take(fd, deadline, what)
+        except BaseException:
+            os.close(fd)
+            raise
+        if _still_at(fd, path):
+            break
+        os.close(fd)  # its holder removed it: the lock is the file now at path
     try:
-        deadline = time.monotonic() + wait_seconds()
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    holder = os.pread(fd, 300, 0).decode("utf-8", "replace").strip() or "another patchkit"
-                    raise Conflict(f"{what} is busy: {holder} is working on it; wait for it to finish, "
-                                   f"then run again") from None
-                time.sleep(0.05)
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"pid {os.getpid()} ({command})".encode("utf-8", "replace"), 0)
         try:
@@ -54,3 +57,27 @@ def hold(path: Path, command: str, what: str) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+def _take(fd: int, deadline: float, what: str) -> None:
+    """flock fd, waiting until deadline; Conflict naming the holder after that."""
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                holder = os.pread(fd, 300, 0).decode("utf-8", "replace").strip() or "another patchkit"
+                raise Conflict(f"{what} is busy: {holder} is working on it; wait for it to finish, "
+                               f"then run again") from None
+            time.sleep(0.05)
+
+
+def _still_at(fd: int, path: Path) -> bool:
+    """Whether the locked file is still the one at path (not removed or replaced meanwhile)."""
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    mine = os.fstat(fd)
+    return (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino)

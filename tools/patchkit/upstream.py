@@ -107,9 +107,11 @@ def _clone(ps: PatchSet, src: Path, url: str | None, hold: contextlib.ExitStack 
                 hold.enter_context(lock.hold(repo.git_path(lock.NAME), command, str(src)))
             repo.close()
             os.rename(tmp / "clone", src)
-            _drop_clone_lock(src)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+            # Landed or refused, the lock file goes while still held (a refused clone into a
+            # folder that was already there left it behind): see lock.hold for who waited on it.
+            _drop_clone_lock(src)
     return Repo(src), True
 
 
