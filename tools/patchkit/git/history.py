@@ -73,12 +73,13 @@ class HistoryMixin:
         level = list(dict.fromkeys((t, "", False) for t in trees))
         while level:
             self.prefetch([t for t, _p, _a in level], "tree:0")
+            entries = self._trees([t for t, _p, _a in level])
             after: dict[tuple[str, str, bool], None] = {}
             for key in level:
                 tree, prefix, whole = key
                 names = on_the_way.get(prefix, set())
                 files, subtrees = [], []
-                for mode, name, sha in self._tree_entries(tree):
+                for mode, name, sha in entries[tree]:
                     if not whole and name not in names:
                         continue
                     full = prefix + name
@@ -102,12 +103,24 @@ class HistoryMixin:
             return memo[key]
         return [dict(collect((t, "", False))) for t in trees]
 
-    def _tree_entries(self, tree: str) -> list[tuple[str, str, str]]:
-        """(mode, name, id) of a tree's entries, through the one object reader."""
-        with self._objects(f"cat-file tree {tree}"):
-            raw = self._repo.odb.stream(hex_to_bin(tree)).read()
-        return [(m.group(1).decode(), m.group(2).decode("utf-8", "surrogateescape"), m.group(3).hex())
-                for m in _ENTRY.finditer(raw)]
+    def _trees(self, trees: Sequence[str]) -> dict[str, list[tuple[str, str, str]]]:
+        """(mode, name, id) of each tree's entries, all read by one cat-file --batch (a radar
+        reads thousands: one request each to the persistent reader took seconds)."""
+        ids = list(dict.fromkeys(trees))
+        res = self._run("cat-file", "--batch", input="".join(f"{t}\n" for t in ids))
+        out, at, found = res.stdout, 0, {}
+        for tree in ids:
+            end = out.index(b"\n", at)
+            head = out[at:end].split(b" ")
+            if len(head) != 3 or head[1] != b"tree":
+                raise GitError(list(res.cmd), 0, "", f"{tree}: {b' '.join(head[1:]).decode()} (a tree was expected)",
+                               str(self.path))
+            size = int(head[2])
+            raw = out[end + 1:end + 1 + size]
+            at = end + 2 + size
+            found[tree] = [(m.group(1).decode(), m.group(2).decode("utf-8", "surrogateescape"), m.group(3).hex())
+                           for m in _ENTRY.finditer(raw)]
+        return found
 
     def commit_of_files(self, files: Mapping[str, tuple[str, str]], message: str, who: Identity, date: str) -> Sha:
         """A parentless commit holding only these files ({path: (mode, blob id)}): a slim tree
