@@ -9,8 +9,10 @@ range's history), timed, its bytes received set against a full clone of the same
 """
 from __future__ import annotations
 
+import os
 import random
 import re
+import resource
 import shutil
 import time
 from dataclasses import dataclass
@@ -39,6 +41,8 @@ class RadarBench:
     fix_commit: str
     found_commit: str  # where radar says the tests' verdict changed
     steps: tuple[tuple[str, float], ...] = ()
+    cpu_seconds: float = 0.0  # ours and our children's: on a shared machine, what the wall time would be alone
+    load: float = 0.0  # the load average over the last minute, when it ended
     target_seconds: float = TARGET_SECONDS
     goal: float = GOAL
 
@@ -65,14 +69,21 @@ def radar_bench(root: Path, workdir: Path, target: str = "main") -> RadarBench:
     full = Repo(workdir / "radar-full").object_stats().pack_bytes
     ps = patchset.load(root, target)
     with progress.timings() as steps, progress.step(f"measuring: make radar {target}, cold"):
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), _cpu()
         repo, _ = obtain(ps, workdir / "radar-clone", up.as_uri())
         res = command.radar(ps, repo, since=since)
-        seconds = time.perf_counter() - t0
+        seconds, cpu = time.perf_counter() - t0, _cpu() - cpu0
     received = Repo(workdir / "radar-clone").object_stats().pack_bytes
     found = next((c["commit"] for c in res.tests["changes"] if c["fixed"]), "")
     return RadarBench(res.commits_in_range, res.candidates, res.tests["probes"], res.tests["budget"], seconds,
-                      received, full, fix, found, tuple(s for s in steps if not s[0].startswith("measuring")))
+                      received, full, fix, found, tuple(s for s in steps if not s[0].startswith("measuring")), cpu,
+                      os.getloadavg()[0])
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and of its children that have ended (git, pytest)."""
+    return sum(getattr(resource.getrusage(who), f) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+               for f in ("ru_utime", "ru_stime"))
 
 
 def _grow(root: Path, repo: Repo) -> tuple[str, str]:
@@ -138,7 +149,8 @@ def render(b: RadarBench) -> str:
     named = "named the known fix commit" if b.found_commit == b.fix_commit else (
         f"MISSED the fix: said {b.found_commit[:12] or 'none'}, it is {b.fix_commit[:12]}")
     return (f"radar, cold, over {b.commits_in_range:,} commits ({b.candidates} touch the set): {b.seconds:.1f} s "
-            f"({ok} the {b.target_seconds:.0f} s target); received {b.received_bytes / 2**20:.2f} MiB = "
+            f"({ok} the {b.target_seconds:.0f} s target; {b.cpu_seconds:.1f} s of CPU; load {b.load:.1f} on "
+            f"{os.cpu_count()} cores); received {b.received_bytes / 2**20:.2f} MiB = "
             f"{100 * b.share:.2f} % of a full clone's {b.full_bytes / 2**20:.1f} MiB ({share} the {100 * b.goal:.0f} % "
             f"target); {b.probes} test probes of at most {b.budget}; {named}\n  steps: "
             + "; ".join(f"{name} {s:.2f} s" + (f" ({n}x)" if n > 1 else "") for name, (s, n) in _grouped(b.steps)))
