@@ -173,7 +173,8 @@ def apply_series(repo: Repo, base: Sha, patches: Sequence[Patch], *, threeway: b
                  message_filter: Callable[[str], str] | None = None,
                  merge_bases: Sequence[str] = (), announce: str = "",
                  search_history: bool = True, record: bool = True,
-                 after_each: Callable[[Patch, TreeBuilder], None] | None = None) -> SeriesResult:
+                 after_each: Callable[[Patch, TreeBuilder], None] | None = None,
+                 merge_cache: dict | None = None) -> SeriesResult:
     """Apply patches on base as commits; report each as applied, already upstream, 3-way or conflict.
 
     Nothing outside the object store changes (a 3-way merge may fetch the objects it needs).
@@ -187,13 +188,16 @@ def apply_series(repo: Repo, base: Sha, patches: Sequence[Patch], *, threeway: b
     after_each: may change the tree after a patch applied, before its commit (make lint FIX=1
     puts the formatters' version of the patch's files there).
     record=False: only the outcomes, no commit objects (make radar probes hundreds of states).
+    merge_cache: kept by the caller across calls, it holds each 3-way merge's other side (the
+    patch's files at a merge base, before and after it), read once for all of them.
     """
     result = SeriesResult(base=base, tip=base)
     with TreeBuilder(repo, base, committer, committer_date, message_filter) as tb:
         for i, patch in enumerate(patches, 1):
             with (progress.step(f"{announce} patch {i}/{len(patches)}: {patch.name}") if announce
                   else contextlib.nullcontext()):
-                outcome = _apply_one(tb, patch, threeway, merge_bases, search_history, after_each, record)
+                outcome = _apply_one(tb, patch, threeway, merge_bases, search_history, after_each, record,
+                                     merge_cache)
             result.outcomes.append(outcome)
             if outcome.status == CONFLICT and stop_on_conflict:
                 break
@@ -205,7 +209,8 @@ def apply_series(repo: Repo, base: Sha, patches: Sequence[Patch], *, threeway: b
 
 def _apply_one(tb: TreeBuilder, patch: Patch, threeway: bool, merge_bases: Sequence[str] = (),
                search_history: bool = True,
-               after_each: Callable[[Patch, TreeBuilder], None] | None = None, record: bool = True) -> Outcome:
+               after_each: Callable[[Patch, TreeBuilder], None] | None = None, record: bool = True,
+               merge_cache: dict | None = None) -> Outcome:
     author = Identity(patch.author_name, patch.author_email)
 
     def commit() -> Sha | None:
@@ -218,7 +223,7 @@ def _apply_one(tb: TreeBuilder, patch: Patch, threeway: bool, merge_bases: Seque
         drift = _drift(patch, err, tb)
         if not threeway:
             return Outcome(patch, CONFLICT, drift=drift)
-        merged = _merge_from_history(tb, patch, merge_bases, search_history)
+        merged = _merge_from_history(tb, patch, merge_bases, search_history, merge_cache)
         if merged is not None:
             return Outcome(patch, CONFLICT, drift=merged)
         return Outcome(patch, THREEWAY, commit())
@@ -289,7 +294,7 @@ def _locate(expected: Sequence[str], lines: Sequence[str], near: int) -> tuple[i
 
 
 def _merge_from_history(tb: TreeBuilder, patch: Patch, merge_bases: Sequence[str] = (),
-                        search_history: bool = True) -> Drift | None:
+                        search_history: bool = True, cache: dict | None = None) -> Drift | None:
     """3-way merge: find a commit where the patch applies, merge its change forward.
 
     The patches carry no blob ids (upstream's full files are not always at hand when a set
@@ -300,10 +305,9 @@ def _merge_from_history(tb: TreeBuilder, patch: Patch, merge_bases: Sequence[str
     Files are bytes throughout: a file that is not UTF-8 merges as it is.
     """
     for cand in _candidates(tb, patch, merge_bases, search_history):
-        with TreeBuilder(tb.repo, cand) as old:
-            if not old.probe(patch)[0]:
-                continue
-            return _merge_forward(tb, old, patch, cand)
+        sides = _sides(tb.repo, cand, patch, cache)
+        if sides is not None:
+            return _merge_forward(tb, sides, cand)
     if not search_history:
         return Drift(patch.paths[0], "", (), f"3-way: the patch does not apply at {', '.join(b[:12] for b in merge_bases)} either")
     return Drift(patch.paths[0], "", (), f"3-way: no commit in the last {HISTORY_LIMIT} touching it where the patch applies")
@@ -331,14 +335,27 @@ def _candidates(tb: TreeBuilder, patch: Patch, merge_bases: Sequence[str], searc
         depth *= 2
 
 
-def _merge_forward(tb: TreeBuilder, old: TreeBuilder, patch: Patch, cand: Sha) -> Drift | None:
-    """Merge the patch's change, applied at cand in old, into tb's files."""
-    old.apply(patch)
-    for fc in patch.files:
-        path = fc.path or fc.old_path
+def _sides(repo: Repo, cand: Sha, patch: Patch, cache: dict | None) -> dict[str, tuple[bytes, bytes | None]] | None:
+    """{path: (its bytes at cand, after the patch there; None: deleted)} of the patch's files,
+    None when the patch does not apply at cand. A commit never changes: cached when asked."""
+    key = (cand, patch.name, patch.diff)
+    if cache is not None and key in cache:
+        return cache[key]
+    with TreeBuilder(repo, cand) as old:
+        found: dict[str, tuple[bytes, bytes | None]] | None = None
+        if old.probe(patch)[0]:
+            old.apply(patch)
+            found = {(fc.path or fc.old_path): ((repo.show_file(cand, fc.old_path) or b"") if fc.old_path else b"",
+                                                old.read_file(fc.path) if fc.path else None) for fc in patch.files}
+    if cache is not None:
+        cache[key] = found
+    return found
+
+
+def _merge_forward(tb: TreeBuilder, sides: dict[str, tuple[bytes, bytes | None]], cand: Sha) -> Drift | None:
+    """Merge the patch's change (sides: each file at cand, before and after the patch) into tb's files."""
+    for path, (base, theirs) in sides.items():
         ours = tb.read_file(path)
-        base = (tb.repo.show_file(cand, fc.old_path) or b"") if fc.old_path else b""
-        theirs = old.read_file(path) if fc.path else None
         if theirs is None:  # deletion: only if we still have what they deleted
             if ours not in (None, base):
                 return Drift(path, "", (), f"3-way: changed since {cand[:12]} and deleted by the patch")

@@ -48,6 +48,7 @@ def scan(ps: PatchSet, repo: Repo, rng: Range) -> tuple[list[Status], list[list[
     repo.prefetch({sha for files in files_at for _m, sha in files.values()})
     slim: dict[tuple, Sha] = {}
     seen: dict[tuple, list[series.Outcome]] = {}
+    merges: dict = {}  # each 3-way merge's other side, read once (series.apply_series)
 
     def commit_for(key: tuple) -> Sha:
         if key not in slim:
@@ -69,7 +70,7 @@ def scan(ps: PatchSet, repo: Repo, rng: Range) -> tuple[list[Status], list[list[
                         repo, commit_for(key[1]), [ps.patches[i] for i in members], threeway=True,
                         stop_on_conflict=False, committer_date=series.THROWAWAY_DATE,
                         merge_bases=[commit_for(key_of(files_at[0], paths))], search_history=False,
-                        record=False).outcomes
+                        record=False, merge_cache=merges).outcomes
             outcomes.update(zip(members, seen[key]))
         results.append([outcomes[i] for i in range(len(ps.patches))])
     statuses = [[status_of(o) for o in outs] for outs in results]
