@@ -78,15 +78,18 @@ def _sweep(*points):
     return [points[0], *(pytest.param(p, marks=pytest.mark.exhaustive) for p in points[1:])]
 
 
-@pytest.mark.parametrize("kill", _sweep(
-    ("fetch", 2, "after"),  # the range's history arrived; radar never heard of it
-    ("fetch", 1, "after"),  # SINCE arrived under a temporary ref, which radar did not delete
-    ("fetch", 2, "before"),  # the clone is made, SINCE is there, no history yet
-    ("fetch", 4, "after"),  # some levels of the set's trees arrived, not all
-    ("fetch", 8, "before"),  # all the trees, none of the set's files
+@pytest.mark.parametrize("case", _sweep(
+    (("fetch", 2, "after"), "tag"),  # the range's history arrived; radar never heard of it
+    (("fetch", 1, "after"), "tag"),  # SINCE arrived under a temporary ref, which radar did not delete
+    (("fetch", 1, "after"), "id"),  # SINCE arrived by id; the second run finds it there
+    (("fetch", 2, "before"), "tag"),  # the clone is made, SINCE is there, no history yet
+    (("fetch", 4, "after"), "tag"),  # some levels of the set's trees arrived, not all
+    (("fetch", 8, "before"), "tag"),  # all the trees, none of the set's files
 ))
-def test_killed_while_fetching_then_the_same_command_succeeds(history_template, tmp_path, unkilled, kill):
-    args = ["--src", str(tmp_path / "src"), "--url", str(history_template), "--out", str(tmp_path / "out"), *SINCE]
+def test_killed_while_fetching_then_the_same_command_succeeds(history_template, tmp_path, unkilled, case):
+    kill, since = case
+    rev = SINCE[1] if since == "tag" else sh("git", "-C", history_template, "rev-parse", f"{SINCE[1]}^{{commit}}").stdout.strip()
+    args = ["--src", str(tmp_path / "src"), "--url", str(history_template), "--out", str(tmp_path / "out"), "--since", rev]
     killed = _run(tmp_path, args, kill)
     assert killed.returncode == -9, killed.stderr
     again = _run(tmp_path, args)

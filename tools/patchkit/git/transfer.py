@@ -5,6 +5,7 @@ progress and the network deadline: a room of Repo (repo.py). clone.py makes the 
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
 import time
@@ -17,6 +18,7 @@ from .. import progress
 from ..errors import NotFound, ToolMissing
 from .runner import GitError, Result, Sha, _Git, _kill_tree, _without_redirects, argv
 
+_FULL_ID = re.compile(r"[0-9a-f]{40}")
 FETCH_BATCH = 10_000  # object ids per fetch command line (410 kB of arguments; Linux allows 2 MB)
 LOCAL_UPLOAD_PACK = "git -c uploadpack.allowFilter=true -c uploadpack.allowAnySHA1InWant=true upload-pack"
 
@@ -67,6 +69,10 @@ class TransferMixin:
         filt = self.config_get("remote.origin.partialclonefilter")
         if filt:
             args.append("--filter=tree:0" if not trees and self.is_partial() else f"--filter={filt}")
+        if _FULL_ID.fullmatch(rev):  # an id needs no ref: a run killed after the fetch leaves none
+            res = _transfer(self._runner, [*args, "origin", rev], f"fetching {rev} (one commit)", check=False,
+                            remote=self._origin())
+            return self.present_commit(rev) if res.returncode == 0 else None
         # A name is fetched into FETCH_HEAD's place below refs/patchkit/ only for the moment of
         # reading its id: the user's refs are not ours to add to.
         tmp = "refs/patchkit/fetched"
