@@ -51,17 +51,20 @@ class RadarBench:
         return self.received_bytes / max(self.full_bytes, 1)
 
 
-def radar_bench(root: Path, workdir: Path, target: str = "main") -> RadarBench:
+def radar_bench(root: Path, workdir: Path, target: str = "main", shape: generate.Shape | None = None,
+                commits: int = COMMITS, touches: int = SET_TOUCHES) -> RadarBench:
+    """The measurement; shape, commits and touches smaller only in tests (the bench's are fixed)."""
     base = workdir / "upstream.git"
     if not base.exists():  # the clone bench's upstream, when it ran first
-        with progress.step("generating an upstream of 15,000 files and 5,000 commits"):
-            generate.generate(root, base)
+        shape = shape or generate.Shape()
+        with progress.step(f"generating an upstream of {shape.files:,} files and {shape.commits:,} commits"):
+            generate.generate(root, base, shape)
     up = workdir / "radar-upstream.git"
     if up.exists():
         shutil.rmtree(up)
     shutil.copytree(base, up)
-    with progress.step(f"adding {COMMITS:,} commits to main, {SET_TOUCHES} of them on the set's files"):
-        since, fix = _grow(root, Repo(up))
+    with progress.step(f"adding {commits:,} commits to main, {touches} of them on the set's files"):
+        since, fix = _grow(root, Repo(up), commits, touches)
     for d in ("radar-full", "radar-clone"):
         shutil.rmtree(workdir / d, ignore_errors=True)
     with progress.step("measuring: full clone (for comparison)"):
@@ -86,8 +89,8 @@ def _cpu() -> float:
                for f in ("ru_utime", "ru_stime"))
 
 
-def _grow(root: Path, repo: Repo) -> tuple[str, str]:
-    """COMMITS commits on main (one fast-import stream); (the old tip, the fix commit)."""
+def _grow(root: Path, repo: Repo, commits: int, touched: int) -> tuple[str, str]:
+    """commits commits on main (one fast-import stream); (the old tip, the fix commit)."""
     rng = random.Random(18)
     tip = repo.rev_parse("main")
     util = (repo.show_file(tip, minihistory.UTIL) or b"").decode()
@@ -105,10 +108,10 @@ def _grow(root: Path, repo: Repo) -> tuple[str, str]:
                    and name.endswith(".py") and not name.startswith(("tensorrt_llm/_torch/pyexecutor", "tests/unittest"))})
     pool = [f"{rng.choice(dirs)}/radar_{i}.py" for i in range(1500)]
     texts: dict[str, list[str]] = {}
-    touches = sorted(rng.sample(range(1, COMMITS), SET_TOUCHES))
-    fix_at, offset_at = touches[int(SET_TOUCHES * 0.6)], touches[int(SET_TOUCHES * 0.2)]
+    touches = sorted(rng.sample(range(1, commits), touched))
+    fix_at, offset_at = touches[int(touched * 0.6)], touches[int(touched * 0.2)]
     out, mark, start = [], 0, 1_700_000_000 + 3600 * 6000
-    for c in range(COMMITS):
+    for c in range(commits):
         changes: dict[str, str] = {}
         for p in rng.sample(pool, rng.randint(1, 4)):
             lines = texts.setdefault(p, [f"# {p}: generated for the radar bench\n"])
