@@ -21,6 +21,7 @@ MODE       ?=
 REPORT     ?=
 BRANCH     ?= overlay/$(TRTLLM)
 SIGNOFF    ?=
+FORK       ?=
 FIX        ?=
 BUILDER    ?=
 BASE       ?=
@@ -33,7 +34,7 @@ REPORTS    ?=
 
 # Variables reach the CLI through the environment ("$$VAR"), never pasted into the shell line:
 # BRANCH='x;touch /tmp/p' or SIGNOFF with quotes, backticks or $$(...) stays one argument.
-export BASE BRANCH BUILD BUILDER DEST FIX GPU_RUNNER MODE REGISTRY REPORT REPORTS SIGNOFF SINCE THREEWAY TLS_VERIFY TRTLLM TRTLLM_SRC TRTLLM_URL UNTIL VARIANT
+export BASE BRANCH BUILD BUILDER DEST FIX FORK GPU_RUNNER MODE REGISTRY REPORT REPORTS SIGNOFF SINCE THREEWAY TLS_VERIFY TRTLLM TRTLLM_SRC TRTLLM_URL UNTIL VARIANT
 
 .PHONY: help setup demo test lint apply unapply check radar miniature targets bench delta waivers pr dco export check-export container container-push workflow summary
 help: ; @awk -F ":.*## " '/^[a-z-]+:.*## /{printf "  %-15s %s\n", $$1, $$2}' $(MAKEFILE_LIST) ## list the targets, one line each (README.md says more)
@@ -57,7 +58,7 @@ bench: $(SETUP) $(HOOKS) ; $(PATCHKIT) bench --workdir="$$BUILD/bench" ## measur
 delta: $(SETUP) ; $(PATCHKIT) delta --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(if $(TRTLLM_URL),--url="$$TRTLLM_URL") $(if $(MODE),--mode="$$MODE") $(if $(REPORT),--report="$$REPORT") $(if $(BASE),--base="$$BASE") $(if $(BUILDER),--builder="$$BUILDER") ## unpatched versus patched test delta, measured and graded (TRTLLM, TRTLLM_SRC, MODE, REPORT, BASE, BUILDER)
 waivers: $(SETUP) ; $(PATCHKIT) waivers --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(if $(TRTLLM_URL),--url="$$TRTLLM_URL") ## which waives.txt lines skip the set's tests, now and after its edit (TRTLLM, TRTLLM_SRC)
 lint: $(SETUP) $(HOOKS) ; $(PATCHKIT) lint --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(if $(TRTLLM_URL),--url="$$TRTLLM_URL") $(if $(REPORT),--report="$$REPORT") $(if $(FIX),--fix) ## upstream's own pre-commit hooks at their pinned revs on the series' files; FIX=1 mends the series (TRTLLM, TRTLLM_SRC, TRTLLM_URL, REPORT, FIX)
-pr: $(SETUP) $(HOOKS) ; $(PATCHKIT) pr --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(if $(REPORT),--report="$$REPORT") $(if $(SIGNOFF),--signoff="$$SIGNOFF") ## the signed-off PR branch, title and body from the delta report (TRTLLM, TRTLLM_SRC, REPORT, SIGNOFF)
+pr: $(SETUP) $(HOOKS) ; $(PATCHKIT) pr --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(if $(REPORT),--report="$$REPORT") $(if $(SIGNOFF),--signoff="$$SIGNOFF") $(if $(FORK),--fork="$$FORK") ## the signed-off PR branch, title and body from the delta report and make lint, and the gh command that opens it (TRTLLM, TRTLLM_SRC, REPORT, SIGNOFF, FORK)
 dco: $(SETUP) ; $(PATCHKIT) dco --src="$$TRTLLM_SRC" --branch="$$BRANCH" $(if $(FIX),--fix) $(if $(SIGNOFF),--signoff="$$SIGNOFF") ## check DCO sign-offs on a branch; FIX=1 adds them (BRANCH, TRTLLM_SRC, FIX, SIGNOFF)
 export: $(SETUP) ; $(PATCHKIT) export --target="$$TRTLLM" --src="$$TRTLLM_SRC" --branch="$$BRANCH" ## write a branch back into patches/<target> (TRTLLM, BRANCH, TRTLLM_SRC)
 check-export: $(SETUP) ; $(PATCHKIT) check-export --target="$$TRTLLM" --src="$$TRTLLM_SRC" --branch="$$BRANCH" ## fail when patches/<target> is out of date with the branch (TRTLLM, BRANCH, TRTLLM_SRC)

@@ -43,6 +43,9 @@ def hermetic(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("GIT_AUTHOR_DATE", FIXED_DATE)
     monkeypatch.setenv("GIT_COMMITTER_DATE", FIXED_DATE)
+    # make lint's hook environments and verdicts: one warm cache for every test (and for the
+    # commands they run in subprocesses), as a user keeps theirs between runs.
+    monkeypatch.setenv("PATCHKIT_LINT_CACHE", str(ROOT / "build" / "lint" / "cache"))
     monkeypatch.setenv("LANG", "C")
     monkeypatch.setenv("TZ", "UTC")
     # Whatever patchkit or a tool puts in $TMPDIR (temporary indexes, crash logs) lands in the

@@ -72,3 +72,16 @@ def render_waives(entries) -> str:
     """Parsed waives.txt lines back as text: parsing must lose nothing of a line (narrowing
     rewrites some lines and keeps every other byte)."""
     return "".join(e.text + e.end for e in entries)
+
+
+def lint_of(checkout, target: str, root=ROOT) -> dict:
+    """make lint's report of a set on a checkout, by the real hooks (their environments and the
+    verdict memo are shared under build/lint/cache, so a repeat is quick): make pr ticks
+    "coding guidelines" only from a lint of that series at that commit."""
+    from patchkit import patchset
+    from patchkit.git import Repo
+    from patchkit.lint import command as lint_cmd
+    report = Path(checkout).parent / f"lint-{target}.json"
+    res = lint_cmd.lint(patchset.load(root, target), repo=Repo(checkout), report=report,
+                        cache=ROOT / "build" / "lint" / "cache")
+    return lint_cmd.as_dict(res)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import time
 import re
 import sys
 from pathlib import Path
@@ -95,3 +96,25 @@ def test_pre_commit_output_is_read_per_hook():
     assert [(r.id, r.status, r.modified) for r in runs] == [
         ("isort", "passed", False), ("ruff-format", "failed", True), ("mdformat", "not_selected", False)]
     assert lint_run.wants(runs[1], Path("/w")) == "rewrites the file (1 file reformatted)"
+
+
+def test_an_unchanged_series_reuses_its_passing_verdict_and_a_failing_one_always_runs(miniature_template, tmp_path,
+                                                                                     lint_cache, capsys):
+    """make pr lints again right after make lint: the same inputs keep their passing verdict (and
+    say so); any change to a file runs the hooks again, and a failing verdict is never kept."""
+    root = copy_root(tmp_path)
+    patch = root / "patches" / "main" / TEST_PATCH
+    first = b'+"""Cross-attention KV pool length for encoder-decoder models (#19514).\n'
+    assert first in patch.read_bytes()
+    unique = f"+\"\"\"Cross-attention KV pool length for encoder-decoder models (#19514, {time.time_ns()}).\n"
+    patch.write_bytes(patch.read_bytes().replace(first, unique.encode()))
+    report = tmp_path / "lint.json"
+    said = "(the verdict of an earlier run on exactly these files, config, settings and tools)"
+    assert _lint(root, miniature_template, lint_cache, report) == 0
+    assert said not in capsys.readouterr().out and json.loads(report.read_text())["memo"] is False
+    assert _lint(root, miniature_template, lint_cache, report) == 0
+    assert said in capsys.readouterr().out and json.loads(report.read_text())["memo"] is True
+    patch.write_bytes(patch.read_bytes().replace(b'+GENERIC_LENGTH_NAMES = (', b'+GENERIC_LENGTH_NAMES = ( '))
+    for _ in range(2):
+        assert _lint(root, miniature_template, lint_cache, report) == 1
+        assert said not in capsys.readouterr().out and json.loads(report.read_text())["memo"] is False

@@ -12,7 +12,7 @@ from patchkit.errors import ExitCode, UserError
 from patchkit.git import Repo
 from patchkit.model import ChecklistAnswer
 from patchkit.pr import branch as pr_branch, checklist, checks, template
-from helpers import ROOT, copy_root, sh
+from helpers import ROOT, copy_root, lint_of, sh
 from test_pr import SIGNOFF, make_pr, measured
 
 TEMPLATE = ".github/pull_request_template.md"
@@ -42,7 +42,8 @@ def refused(checkout: Path, tmp_path: Path, target: str = "main", root: Path = R
     report = measured(checkout, target, tmp_path)
     out = tmp_path / "pr" / target
     with pytest.raises(UserError) as exc:
-        pr_branch.pr(patchset.load(root, target), repo=Repo(checkout), report=report, out_dir=out, signoff=SIGNOFF)
+        pr_branch.pr(patchset.load(root, target), repo=Repo(checkout), report=report, out_dir=out, signoff=SIGNOFF,
+                     lint=lint_of(checkout, target, root))
     assert exc.value.code == ExitCode.MISMATCH
     assert not out.exists(), "nothing may be written when the body would fail upstream's checks"
     assert Repo(checkout).rev_parse(f"refs/heads/pr/{target}") is None
@@ -68,11 +69,11 @@ def test_a_new_item_nobody_answers_refuses_and_a_declared_answer_settles_it(upst
 
     root = copy_root(tmp_path)
     meta = root / "patches" / "main" / "patchset.yaml"
-    meta.write_text(meta.read_text().replace("  checklist:\n", "  checklist:\n    - item: release notes\n"
+    meta.write_text(meta.read_text().replace("  checklist: []\n", "  checklist:\n    - item: release notes\n"
                                              "      answer: n/a\n      why: no public API changes\n", 1))
     assert patchset.load(root, "main").pr.checklist[0] == ChecklistAnswer("release notes", "n/a", "no public API changes")
     res = pr_branch.pr(patchset.load(root, "main"), repo=Repo(checkout), report=measured(checkout, "main", tmp_path),
-                       out_dir=tmp_path / "out", signoff=SIGNOFF)
+                       out_dir=tmp_path / "out", signoff=SIGNOFF, lint=lint_of(checkout, "main", root))
     assert f"- [ ] ~~{item}~~" in res.body
     assert (tmp_path / "out" / "body.md").read_text() == res.body
 

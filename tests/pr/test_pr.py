@@ -3,17 +3,19 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
 
 from patchkit import patchset
 from patchkit.delta import command as delta_cmd
-from patchkit.errors import BadInput, Conflict, Hint, NotFound
+from patchkit.cli import main
+from patchkit.errors import BadInput, Conflict, Hint, NotFound, UserError
 from patchkit.git import Repo
 from patchkit.pr import branch as pr_branch, checks, dco, title as title_mod
 from patchkit.upstream import base_of
-from helpers import ROOT, copy_root
+from helpers import ROOT, copy_root, lint_of, sh
 
 GOLDEN = ROOT / "tests" / "golden"
 SIGNOFF = "Jane Developer <jane.developer@example.com>"
@@ -41,6 +43,7 @@ def measured(repo_path: Path, target: str, tmp_path: Path) -> Path:
 
 
 def make_pr(checkout: Path, target: str, tmp_path: Path, report: Path, **kw):
+    kw.setdefault("lint", lint_of(checkout, target))
     return pr_branch.pr(patchset.load(ROOT, target), repo=Repo(checkout), report=report,
                         out_dir=tmp_path / "pr" / target, committer_date="2026-11-29T12:00:00+00:00", **kw)
 
@@ -143,7 +146,7 @@ def test_bad_title_from_metadata_stops_pr(checkout, tmp_path):
     meta.write_text(meta.read_text().replace('title: "Size', 'title: " Size'))
     with pytest.raises(BadInput, match="does not match upstream's rule"):
         pr_branch.pr(patchset.load(root, "main"), repo=Repo(checkout), report=measured(checkout, "main", tmp_path),
-                     out_dir=tmp_path / "out", signoff=SIGNOFF)
+                     out_dir=tmp_path / "out", signoff=SIGNOFF, lint=lint_of(checkout, "main", root))
 
 
 @pytest.mark.parametrize("bug, want", [
@@ -161,3 +164,50 @@ def test_the_waiver_commit_and_the_title_name_the_same_ticket(bug, want):
     n = Narrowing(True, "why", "", "")
     assert title_mod.title(ps).startswith(f"[{want}][fix] ")
     assert waiver_edit.commit_message(ps, n).startswith(f"[{want}][test] ")
+
+
+def test_pr_ends_with_the_commands_that_open_it_from_the_users_fork(checkout, tmp_path):
+    """The PR could be written but not opened: make pr now says the push to the user's fork and
+    the gh pr create against upstream's main, with the user's own fork and files."""
+    report = measured(checkout, "main", tmp_path)
+    out = tmp_path / "pr" / "main"
+    gh = (f'gh pr create --repo NVIDIA/TensorRT-LLM --base main --head {{}}:pr/main --title "$(cat {out}/title.txt)" '
+          f"--body-file {out}/body.md")
+    res = make_pr(checkout, "main", tmp_path, report, signoff=SIGNOFF)
+    assert res.open_with == [] and [h.settings for h in res.hints] == [(("fork", None),)]  # whose fork: not known
+    sh("git", "-C", checkout, "remote", "add", "mine", "https://github.com/jdoe/TensorRT-LLM.git")
+    res = make_pr(checkout, "main", tmp_path, report, signoff=SIGNOFF)
+    assert res.open_with == [f"git -C {checkout} push https://github.com/jdoe/TensorRT-LLM.git pr/main", gh.format("jdoe")]
+    res = make_pr(checkout, "main", tmp_path, report, signoff=SIGNOFF, fork="jane-dev")
+    assert res.open_with[1] == gh.format("jane-dev") and not res.hints
+
+
+def test_a_tag_is_no_pr_base_so_rc25_points_at_the_main_set(checkout, tmp_path, capsys):
+    """rc25's ref is a tag, which GitHub does not take as a PR's base: no gh line, and the way on
+    is the main set's PR (upstream's CONTRIBUTING.md: PRs target main)."""
+    report = measured(checkout, "rc25", tmp_path)
+    code = main(["--root", str(ROOT), "pr", "--target", "rc25", "--src", str(checkout), "--report", str(report),
+                 "--signoff", SIGNOFF, "--fork", "jdoe", "--out", str(tmp_path / "out")])
+    out = capsys.readouterr().out
+    assert code == 0 and "gh pr create --" not in out
+    assert "no gh pr create for rc25: v1.3.0rc25 is a tag, and a PR's base must be a branch" in out
+    hint = re.search(r"^run: (patchkit .*)$", out, re.M).group(1)
+    assert hint == f"patchkit --root {ROOT} pr --target main --src {checkout} --signoff '{SIGNOFF}' --fork jdoe", hint
+
+
+def test_a_series_that_fails_upstreams_hooks_gets_no_pr(checkout, tmp_path):
+    """The coding-guidelines box was ticked from a line in patchset.yaml; now only from a passing
+    make lint of this series at this commit, and a failing one names the file and the hook."""
+    root = copy_root(tmp_path)
+    patch = next((root / "patches" / "main").glob("0002-*.patch"))
+    line = b'+GENERIC_LENGTH_NAMES = ("max_position_embeddings", "n_positions")\n'
+    patch.write_bytes(patch.read_bytes().replace(line, line.replace(b'= (', b'= ( ')))
+    linted = lint_of(checkout, "main", root)
+    assert [f["hook"] for f in linted["failures"]] == ["ruff-format"]
+    report = tmp_path / "delta.json"
+    assert delta_cmd.delta(patchset.load(root, "main"), repo=Repo(checkout), mode="source", report=report).ok
+    with pytest.raises(UserError) as exc:
+        pr_branch.pr(patchset.load(root, "main"), repo=Repo(checkout), report=report,
+                     out_dir=tmp_path / "out", signoff=SIGNOFF, lint=linted)
+    assert "CODING_GUIDELINES.md" in exc.value.message and "ruff-format" in exc.value.message
+    assert not (tmp_path / "out").exists()

@@ -149,7 +149,7 @@ def _lint(root, args):
     ps = _set(root, args)
     repo, _ = obtain(ps, _src(root, ps, args), args.url)
     report = (args.report or root / "build" / "lint" / f"{ps.target}.json").resolve()
-    cache = (args.cache or root / "build" / "lint" / "cache").resolve()
+    cache = args.cache.resolve() if args.cache else lint_cmd.default_cache(root)
     res = lint_cmd.lint(ps, repo=repo, report=report, cache=cache, fix=args.fix)
     if not (args.fix and res.fixed_tip):
         return res
@@ -177,9 +177,14 @@ def _pr(root, args):
     ps = _set(root, args)
     repo = Repo.open(_src(root, ps, args))
     with _locked(repo, f"pr {ps.target}"):
+        # The series' files through upstream's own pre-commit hooks first: "coding guidelines"
+        # is ticked from this run, for this series at this commit, or not at all.
+        linted = lint_cmd.lint(ps, repo=repo, report=(root / "build" / "lint" / f"{ps.target}.json").resolve(),
+                               cache=lint_cmd.default_cache(root))
         return pr_branch.pr(ps, repo=repo,
                             report=(args.report or root / "build" / "delta" / f"{ps.target}.json").resolve(),
-                            out_dir=(args.out or root / "build" / "pr" / ps.target).resolve(), signoff=args.signoff)
+                            out_dir=(args.out or root / "build" / "pr" / ps.target).resolve(), signoff=args.signoff,
+                            lint=lint_cmd.as_dict(linted), fork=args.fork)
 
 
 def _dco(root, args):
@@ -304,12 +309,13 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
              arg("--report", "REPORT", "where to write the JSON report (default: build/lint/<target>.json)", type=Path),
              arg("--fix", "FIX", "put the formatters' changes into the series' commits and patches/<target>",
                  action="store_true"),
-             arg("--cache", None, "the hook environments and mirrors (default: build/lint/cache)", type=Path)),
+             arg("--cache", None, "the hook environments, mirrors and verdicts (default: $PATCHKIT_LINT_CACHE, else build/lint/cache)", type=Path)),
             _lint, render.lint_result,
             "make lint TRTLLM=main FIX=1\npatchkit lint --target main --src build/trtllm-main --fix",
             lambda res: _mismatch_unless(res.ok)),
     Command("pr", "a signed-off PR branch, title and body from the last delta report",
             (TARGET, SRC, REPORT, SIGNOFF,
+             arg("--fork", "FORK", "your GitHub user, whose fork the PR comes from (default: git config github.user)"),
              arg("--out", None, "where to write title, body and patches (default: build/pr/<target>)", type=Path)),
             _pr, render.pr_result,
             'make pr TRTLLM=main SIGNOFF="Jane Developer <jane@example.com>"\n'

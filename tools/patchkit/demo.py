@@ -10,6 +10,7 @@ from .delta import command as delta_cmd
 from .errors import BadInput
 from .git import Repo
 from .upstream import base_of
+from .lint import command as lint_cmd
 from .pr import branch as pr_branch
 from .waives import report as waiver_report
 
@@ -45,7 +46,11 @@ def run(root: Path, workdir: Path, signoff: str | None = None) -> DemoResult:
         result.sections.append((f"make delta TRTLLM={ps.target}", "delta", d))
         result.ok = result.ok and d.ok
         try:
-            pr = pr_branch.pr(ps, repo=Repo(src), report=report, out_dir=workdir / "pr" / ps.target, signoff=signoff)
+            linted = lint_cmd.lint(ps, repo=Repo(src), report=workdir / f"lint-{ps.target}.json",
+                                   cache=lint_cmd.default_cache(root))
+            result.sections.append((f"make lint TRTLLM={ps.target}", "lint", linted))
+            pr = pr_branch.pr(ps, repo=Repo(src), report=report, out_dir=workdir / "pr" / ps.target, signoff=signoff,
+                              lint=lint_cmd.as_dict(linted))
             result.sections.append((f"make pr TRTLLM={ps.target}", "pr", pr))
         except BadInput as exc:
             result.sections.append((f"make pr TRTLLM={ps.target}", "pr", f"skipped: {exc.message}"))

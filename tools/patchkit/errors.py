@@ -25,7 +25,8 @@ class Hint:
     command: a subcommand to run (its make target has the same name), with `settings`
     changed and every other setting the user gave kept; None means the same command again.
     settings: (name, value) pairs, named as the commands' parameters (`src`, `threeway`,
-    `report`, ...); True turns a switch on; None means "the user chooses another value".
+    `report`, ...); True turns a switch on; False leaves the setting out (its default);
+    None means "the user chooses another value".
     also: another way out that is not a setting (e.g. git config), said as is.
     """
 

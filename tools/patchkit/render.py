@@ -184,7 +184,8 @@ def pr_result(r) -> str:
         return r
     return (f"branch {r.branch} {r.tip[:12]} ({len(r.messages)} commits, signed off); written to {r.out_dir}\n"
             f"body: {r.template}, checked against upstream's title and checklist rules\n"
-            + "".join(f"note: {n}\n" for n in r.notes) + f"\n{r.title}\n\n{r.body}")
+            + "".join(f"note: {n}\n" for n in r.notes) + f"\n{r.title}\n\n{r.body}"
+            + ("\nto open it from your fork:\n" + "".join(f"  {c}\n" for c in r.open_with) if r.open_with else ""))
 
 
 def container_result(r) -> str:
@@ -266,6 +267,7 @@ class Voice:
         accepted = self.options.get(command, {})
         merged = {k: v for k, v in self.given.items() if k in accepted and v not in (None, False, [], "")}
         merged.update(dict(changes))
+        merged = {k: v for k, v in merged.items() if v is not False}  # False: that setting left out
         # In the command's own order of settings, then anything it does not list.
         values = {k: merged[k] for k in [*accepted, *merged] if k in merged}
         spelled = {k: self._spelling(k, command) for k in values}
@@ -355,5 +357,10 @@ def lint_result(r) -> str:
     lines.append("ran: " + (", ".join(f"{h} ({r.tools[h]})" if h in r.tools else h for h in r.ran) or "none"))
     lines += [f"not run here: {h} ({why})" for h, why in sorted(r.not_run.items())]
     verdict = "every hook that ran passes" if r.ok else f"{len(r.failures)} failing hook(s)"
+    if r.memo:
+        lines.append("(the verdict of an earlier run on exactly these files, config, settings and tools)")
     lines.append(f"verdict: {verdict}; report: {r.report}")
     return "\n".join(lines)
+
+
+RESULTS["lint"] = lint_result

@@ -86,6 +86,17 @@ class Repo(RefsMixin, ObjectsMixin, TransferMixin, HistoryMixin):
         p = Path(self._out("rev-parse", "--git-path", "index"))
         return p if p.is_absolute() else self.path / p
 
+    def push_command(self, url: str, branch: str) -> str:
+        """The git command a user runs to push a branch of this checkout to url (said, not run)."""
+        return shlex.join(["git", "-C", str(self.path), "push", url, branch])
+
+    def remote_urls(self) -> list[str]:
+        """Every remote's URL (make pr finds the user's fork among them)."""
+        res = self._run("config", "--get-regexp", r"^remote\..*\.url$", check=False)
+        if res.returncode not in (0, 1):
+            raise GitError(list(res.cmd), res.returncode, res.text, res.stderr, str(self.path))
+        return [line.split(None, 1)[1] for line in res.text.splitlines() if len(line.split(None, 1)) == 2]
+
     def config_get(self, key: str) -> str:
         """A config value, '' when unset."""
         res = self._run("config", "--get", key, check=False)

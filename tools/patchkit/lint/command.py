@@ -11,14 +11,16 @@ it (FIX=1 puts that into the series' commits).
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import shutil
 import sys
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .. import progress, series
+from .. import atomic, progress, series
 from ..errors import BadInput, Hint, ToolMissing
 from ..git import Identity, Repo, Sha, init
 from ..model import PatchSet
@@ -58,6 +60,8 @@ class LintResult:
     fixed_tip: str = ""  # FIX=1: the rewritten series' last commit
     fix_requested: bool = False
     rewritten: list[str] = field(default_factory=list)  # FIX: the patch files it rewrote
+    memo: bool = False  # the verdict of an earlier run on exactly these inputs (nothing changed since)
+    seconds: dict[str, float] = field(default_factory=dict)  # hook id -> its run's duration, as pre-commit says
 
     @property
     def ok(self) -> bool:
@@ -68,6 +72,13 @@ class LintResult:
         if self.failures and not self.fix_requested and any(f.wants.startswith("rewrites") for f in self.failures):
             return [Hint.run(None, fix=True)]
         return []
+
+
+def default_cache(root: Path) -> Path:
+    """Where the hook environments, mirrors and verdicts live: $PATCHKIT_LINT_CACHE, else the
+    project's build/lint/cache (installing the tools is the slow part; keep it between runs)."""
+    env = os.environ.get("PATCHKIT_LINT_CACHE")
+    return Path(env).resolve() if env else (root / "build" / "lint" / "cache").resolve()
 
 
 def wheelhouse() -> Path:
@@ -106,8 +117,15 @@ def lint(ps: PatchSet, *, repo: Repo, report: Path, cache: Path, fix: bool = Fal
         _workspace(repo, tip, work, text, plan, files)
         cfg = str(work / RUN_CONFIG)
         originals = {f: (work / f).read_bytes() for f in files}
-        with progress.step(f"running upstream's pre-commit hooks on {len(files)} file(s)"):
-            runs = run_mod.pre_commit(work, cfg, files, environ)
+        memo = cache / "verdicts" / f"{_inputs_key(work, files, Path(house))}.json"
+        runs = _recall(memo)
+        result.memo = runs is not None
+        if runs is None:
+            with progress.step(f"running upstream's pre-commit hooks on {len(files)} file(s)"):
+                runs = run_mod.pre_commit(work, cfg, files, environ)
+            if not any(r.status == "failed" for r in runs):
+                memo.parent.mkdir(parents=True, exist_ok=True)
+                atomic.write_text(memo, json.dumps([asdict(r) for r in runs]))
         _summarise(result, runs, plan)
         if result.failures:
             result.failures, result.fixed = _attribute(work, cfg, files, runs, originals, environ)
@@ -116,6 +134,25 @@ def lint(ps: PatchSet, *, repo: Repo, report: Path, cache: Path, fix: bool = Fal
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return _write(result, report)
+
+
+def _inputs_key(work: Path, files: list[str], house: Path) -> str:
+    """Everything a hook's verdict depends on: the runnable config, upstream's settings and
+    scripts, the series' files (paths, bytes, modes), the mirrors and the tools in the wheelhouse."""
+    wheels = sorted(p.name for p in house.glob("*.whl"))
+    h = hashlib.sha256(f"{mirrors.fingerprint()}\0{sorted(files)}\0{wheels}\0{run_mod.engine()}\0".encode())
+    for p in sorted(q for q in work.rglob("*") if q.is_file() and ".git" not in q.relative_to(work).parts[:1]):
+        h.update(f"{p.relative_to(work).as_posix()}\0{p.stat().st_mode & 0o111}\0".encode() + p.read_bytes() + b"\0")
+    h.update((work / RUN_CONFIG).read_bytes())
+    return h.hexdigest()[:32]
+
+
+def _recall(memo: Path) -> list[run_mod.HookRun] | None:
+    """A passing verdict for exactly these inputs, from an earlier run (failures always run again)."""
+    try:
+        return [run_mod.HookRun(**r) for r in json.loads(memo.read_text())]
+    except (OSError, ValueError, TypeError):
+        return None
 
 
 def _workspace(repo: Repo, tip: str, work: Path, text: bytes, plan: config_mod.Plan, files: list[str]) -> None:
@@ -193,6 +230,8 @@ def _fixpoint(work: Path, cfg: str, f: str, environ: dict[str, str]) -> str:
 
 
 def _summarise(result: LintResult, runs: list[run_mod.HookRun], plan: config_mod.Plan) -> None:
+    result.seconds = {r.id: float(d.split(": ", 1)[1].rstrip("s")) for r in runs for d in r.details
+                      if d.startswith("duration: ") and d.split(": ", 1)[1].rstrip("s").replace(".", "", 1).isdigit()}
     result.ran = [r.id for r in runs if r.status in ("passed", "failed")]
     result.not_run = {r.id: plan.not_run.get(r.id, "cannot run here") for r in runs if r.status == "not_run"}
     result.tools = {h: plan.pins[h] for h in result.ran if h in plan.pins}
@@ -217,12 +256,15 @@ def _rewrite(repo: Repo, base: Sha, ps: PatchSet, fixed: dict[str, bytes]) -> st
     return res.tip
 
 
-def _write(result: LintResult, report: Path) -> LintResult:
-    report.parent.mkdir(parents=True, exist_ok=True)
+def as_dict(result: LintResult) -> dict:
+    """The result as its JSON report has it (make pr reads this, never the classes)."""
     data = asdict(result)
     data.pop("fixed")
     data["ok"] = result.ok
-    tmp = report.with_name(f".{report.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-    tmp.replace(report)
+    return data
+
+
+def _write(result: LintResult, report: Path) -> LintResult:
+    report.parent.mkdir(parents=True, exist_ok=True)
+    atomic.write_text(report, json.dumps(as_dict(result), indent=2, sort_keys=True) + "\n")
     return result

@@ -10,6 +10,16 @@ on) sends pre-commit's clone there, and pip installs the tool from the wheelhous
 `make setup` fetched (no index). The tools that run are the real pinned ones; only the
 manifests (id, entry, file types) are written here, from the repositories' own manifests
 at those revs. A repository not in this table is not run, and says so.
+
+Checked against the repositories' own .pre-commit-hooks.yaml (search index, 2026-12-01):
+ruff-pre-commit's ruff and ruff-format (`ruff check --force-exclude`, `ruff format
+--force-exclude`, require_serial, types_or python/pyi, with jupyter since its PR #96 for ruff
+0.6.0, so at v0.9.4 too); yapf's yapf (`yapf -i`, types python; its newer yapf-diff hook,
+which upstream does not use, is left out); codespell (types text); pre-commit-hooks' ids,
+entries, types and files as listed below. autoflake's own manifest adds --expand-star-imports,
+--remove-duplicate-keys and --remove-unused-variables to --in-place, and isort's older
+manifests select by `files: '.pxd$|.py$'`: upstream's config replaces autoflake's args and
+limits isort to its legacy list, so the hooks select and run the same on upstream's files.
 """
 from __future__ import annotations
 

@@ -23,10 +23,19 @@ class HookRun:
     details: list[str] = field(default_factory=list)
 
 
+def engine() -> str:
+    """The pre-commit that runs the hooks (its version is part of what a verdict depends on)."""
+    from importlib.metadata import version
+    return f"pre-commit {version('pre-commit')}"
+
+
 def env(home: Path, wheelhouse: Path, git_env: dict[str, str]) -> dict[str, str]:
     """pre-commit's environment: its own cache, pip from the wheelhouse only, the mirrors."""
     keep = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_CONFIG_", "PIP_", "PRE_COMMIT"))}
-    return {**keep, **git_env, "PRE_COMMIT_HOME": str(home), "PIP_NO_INDEX": "1",
+    # Your git and pip configuration never reach the verdict: pre-commit's git reads only the
+    # mirrors' insteadOf, pip only the wheelhouse.
+    return {**keep, **git_env, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
+            "PIP_CONFIG_FILE": os.devnull, "PRE_COMMIT_HOME": str(home), "PIP_NO_INDEX": "1",
             "PIP_FIND_LINKS": str(wheelhouse), "PIP_DISABLE_PIP_VERSION_CHECK": "1",
             "VIRTUALENV_NO_DOWNLOAD": "1", "PRE_COMMIT_COLOR": "never", "NO_COLOR": "1",
             "PYTHONDONTWRITEBYTECODE": "1"}

@@ -73,7 +73,7 @@ def _paragraphs(body: str) -> list[str]:
     return [" ".join(p.split()) for p in paras if not _TRAILER.match(p)]
 
 
-def context(ps: PatchSet, report: dict, files: list[str], waiver: str | None) -> dict:
+def context(ps: PatchSet, report: dict, files: list[str], waiver: str | None, lint: dict | None = None) -> dict:
     """Everything our two sections (Description, Test Coverage) say, from measured data."""
     fixes = [p for p in ps.patches if not p.tests_only]
     added = {fc.path for p in ps.patches for fc in p.files if fc.added}
@@ -106,7 +106,18 @@ def context(ps: PatchSet, report: dict, files: list[str], waiver: str | None) ->
         "unpatched": report["unpatched"], "patched": report["patched"],
         "counts": {k: len(report[k]) for k in ("fail_to_pass", "pass_to_pass", "pass_to_fail", "fail_to_fail")},
         "waiver": waiver,
+        "lint": _lint_summary(lint),
     }
+
+
+def _lint_summary(lint: dict | None) -> dict | None:
+    """What Test Coverage says of make lint: which hooks ran (with the pinned tool), which not."""
+    if lint is None or not lint.get("config_found", True):
+        return None
+    tools = lint.get("tools") or {}
+    ran = [f"`{h}` ({tools[h]})" if h in tools else f"`{h}`" for h in lint.get("ran") or []]
+    return {"ran": ", ".join(ran) or "none", "ok": not lint.get("failures"),
+            "not_run": "; ".join(f"`{h}` ({why})" for h, why in sorted((lint.get("not_run") or {}).items()))}
 
 
 def _not_run_reason(report: dict, file: str) -> str:
@@ -114,7 +125,8 @@ def _not_run_reason(report: dict, file: str) -> str:
     return "; ".join(reasons) or "not run"
 
 
-def facts(ps: PatchSet, report: dict, ctx: dict, files: list[str], repo: Repo, base: str) -> checklist.Facts:
+def facts(ps: PatchSet, report: dict, ctx: dict, files: list[str], repo: Repo, base: str,
+          lint: dict | None = None) -> checklist.Facts:
     """What the checklist is answered from: the report, the series' files and the checkout."""
     fail_to_pass = {file_of(t) for t in report["fail_to_pass"]}
     new_tests = tuple(t["file"] for t in ctx["regression"]
@@ -131,7 +143,8 @@ def facts(ps: PatchSet, report: dict, ctx: dict, files: list[str], repo: Repo, b
         codeowners_changed=".github/CODEOWNERS" in files, new_dirs=new_dirs,
         docs_changed=tuple(f for f in files if f.startswith("docs/")),
         docs_phrases=phrases, docs_describing=tuple(repo.grep_files(base, phrases, "docs")) if phrases else (),
-        ref=ctx["ref"])
+        ref=ctx["ref"], lint=lint if lint and lint.get("upstream_commit") == base
+        and lint.get("patch_set") == ps.content_hash else None)
 
 
 def render(ps: PatchSet, ctx: dict, facts_: checklist.Facts, tmpl: template_mod.Template) -> Body:

@@ -1,6 +1,8 @@
 """make pr: a signed-off branch with the series, the PR title and body, from a measured delta."""
 from __future__ import annotations
 
+import re
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,6 +33,18 @@ class PrResult:
     template: str = ""  # where the body's template came from
     checklist: list[dict] = field(default_factory=list)  # each item: text, state, why, by
     notes: list[str] = field(default_factory=list)
+    open_with: list[str] = field(default_factory=list)  # the commands that push the branch and open the PR
+    base_ref: str = ""  # the target's ref as found in the checkout (refs/tags/... for a tag)
+    branch_set: str | None = None  # for a tag: the set whose ref is upstream's PR branch (main)
+
+    @property
+    def hints(self) -> list[Hint]:
+        """A tag is no PR base: the PR to open is the branch set's. Without the user's GitHub
+        user, the gh command cannot be said with their values."""
+        if self.base_ref.startswith("refs/tags/"):
+            # that set's own delta report and PR folder: the defaults, not this target's
+            return [Hint.run("pr", target=self.branch_set, report=False, out=False)] if self.branch_set else []
+        return [] if self.open_with else [Hint.choose("fork", also="or once for all: git config --global github.user <your GitHub user>")]
 
 
 def _refuse_foreign_commits(repo: Repo, target: str, branch: str) -> Sha | None:
@@ -57,7 +71,7 @@ def _refuse_foreign_commits(repo: Repo, target: str, branch: str) -> Sha | None:
 
 
 def pr(ps: PatchSet, *, repo: Repo, report: Path, out_dir: Path, signoff: str | None = None,
-       committer_date: str | None = None) -> PrResult:
+       committer_date: str | None = None, lint: dict | None = None, fork: str | None = None) -> PrResult:
     """Build pr/<target> from the target's ref with every commit signed off, and render the text."""
     ref, base = base_of(repo, ps)
     rep = body_mod.load_report(report, ps, base)
@@ -76,8 +90,9 @@ def pr(ps: PatchSet, *, repo: Repo, report: Path, out_dir: Path, signoff: str | 
     waiver = res.extra
     waiver_text = (f"{waiver.why}; the edit is the last commit." if waiver and waiver.changed
                    else (f"{waiver.why}." if waiver else None))
-    ctx = body_mod.context(ps, rep, files, waiver_text)
-    body = body_mod.render(ps, ctx, body_mod.facts(ps, rep, ctx, files, repo, base), template_mod.at(repo, base, ps.upstream.ref))
+    ctx = body_mod.context(ps, rep, files, waiver_text, lint)
+    body = body_mod.render(ps, ctx, body_mod.facts(ps, rep, ctx, files, repo, base, lint),
+                           template_mod.at(repo, base, ps.upstream.ref))
     # Upstream's checks, before anything is written: a body its CI would reject never leaves us.
     problems = checks.title_problems(pr_title) + checks.checklist_problems(body.text)
     if problems:
@@ -103,6 +118,53 @@ def pr(ps: PatchSet, *, repo: Repo, report: Path, out_dir: Path, signoff: str | 
     state.write(repo, f"pr-{ps.target}", {"branch": branch, "tip": res.tip, "previous": old})
     if old != res.tip:
         repo.update_ref(f"refs/heads/{branch}", res.tip, old, f"patchkit pr {ps.target}")
+    notes = list(body.notes)
+    opens, branch_set = [], None
+    if ref.startswith("refs/tags/"):
+        # A PR's base must be a branch, and upstream's CONTRIBUTING.md has PRs target main (a
+        # release/* branch only when an NVIDIA bug names it): a tag's set is for users of that
+        # release; the PR upstream can merge is the one made from the main set.
+        branch_set = _branch_set(ps)
+        notes.append(f"no gh pr create for {ps.target}: {ps.upstream.ref} is a tag, and a PR's base must be a branch; "
+                     "upstream takes PRs on main (CONTRIBUTING.md)"
+                     + (f", so open the one make pr makes for the {branch_set} set" if branch_set else ""))
+    else:
+        opens = open_commands(ps, repo, branch, out_dir, fork or repo.config_get("github.user") or _fork_remote(ps, repo))
     return PrResult(ps.target, branch, base, res.tip, pr_title, text, messages, str(out_dir),
                     [p.name for p in written], body.template,
-                    [vars(a) for a in body.answers], body.notes)
+                    [vars(a) for a in body.answers], notes, opens, ref, branch_set)
+
+
+_GITHUB = re.compile(r"^(?:https://|git@|ssh://git@)github\.com[:/]([^/]+)/([^/]+?)(?:\.git)?/?$")
+
+
+def _branch_set(ps: PatchSet) -> str | None:
+    """The set beside this one that targets upstream's main branch (the PR base upstream uses)."""
+    from .. import patchset  # the model's loader; here only for a tag's set
+    root = ps.root.parent.parent
+    for t in patchset.targets(root):
+        if t != ps.target and patchset.load(root, t).upstream.ref == "main":
+            return t
+    return None
+
+
+def _fork_remote(ps: PatchSet, repo: Repo) -> str:
+    """The owner of a GitHub remote of the checkout that is a fork of upstream (same name, other owner)."""
+    up = _GITHUB.match(ps.upstream.url)
+    if up is None:
+        return ""
+    owners = sorted({m[1] for url in repo.remote_urls() if (m := _GITHUB.match(url)) and m[2].lower() == up[2].lower()
+                     and m[1].lower() != up[1].lower()})
+    return owners[0] if len(owners) == 1 else ""
+
+
+def open_commands(ps: PatchSet, repo: Repo, branch: str, out_dir: Path, owner: str) -> list[str]:
+    """Push to the user's fork, then gh pr create against upstream, as they run when pasted."""
+    m = _GITHUB.match(ps.upstream.url)
+    if not owner or m is None:
+        return []
+    slug, name = f"{m[1]}/{m[2]}", m[2]
+    q = shlex.quote
+    return [repo.push_command(f"https://github.com/{owner}/{name}.git", branch),
+            f"gh pr create --repo {slug} --base {q(ps.upstream.ref)} --head {q(f'{owner}:{branch}')} "
+            f"--title \"$(cat {q(str(out_dir / 'title.txt'))})\" --body-file {q(str(out_dir / 'body.md'))}"]

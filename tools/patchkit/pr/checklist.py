@@ -36,6 +36,9 @@ class Facts:
     docs_phrases: tuple[str, ...] = ()  # the set's phrases for docs that describe the changed behaviour
     docs_describing: tuple[str, ...] = ()  # files under docs/ at the ref with one of those phrases
     ref: str = ""
+    # make lint's report for this series at this commit (None: it did not run): upstream's own
+    # pre-commit hooks are what "coding guidelines" can be measured by.
+    lint: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -91,6 +94,20 @@ def _docs(f: Facts) -> tuple[str, str] | None:
     return None
 
 
+def _guidelines(f: Facts) -> tuple[str, str] | None:
+    if f.lint is None:
+        return OPEN, "make lint did not run on this series at this commit"
+    if not f.lint.get("config_found", True):
+        return OPEN, f"upstream has no .pre-commit-config.yaml at {f.ref}, so no hook could check the series"
+    bad = f.lint.get("failures") or []
+    if bad:
+        return OPEN, ("upstream's pre-commit hooks fail: " + "; ".join(f"{x['file']} {x['hook']}" for x in bad)
+                      + " (make lint FIX=1 mends the formatters' part)")
+    not_run = sorted(f.lint.get("not_run") or {})
+    return DONE, ("upstream's pre-commit hooks pass on the series' files: " + ", ".join(f.lint.get("ran") or [])
+                  + (f"; not run here: {', '.join(not_run)}" if not_run else ""))
+
+
 def _description(f: Facts) -> tuple[str, str] | None:
     if f.explained:
         return DONE, "the Description gives the fix's commit messages: what it changes and why"
@@ -99,6 +116,7 @@ def _description(f: Facts) -> tuple[str, str] | None:
 
 # First match wins: the item's text (any case) -> the question that settles it.
 RULES: tuple[tuple[re.Pattern[str], Callable[[Facts], tuple[str, str] | None]], ...] = (
+    (re.compile(r"coding.?guidelines", re.I), _guidelines),
     (re.compile(r"existing tests|tests? (still )?pass|regress", re.I), _existing_tests),
     (re.compile(r"test cases?|tests? for new|new code paths?", re.I), _new_tests),
     (re.compile(r"dependenc", re.I), _dependencies),
