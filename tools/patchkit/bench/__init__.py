@@ -7,7 +7,8 @@ or a str saying why it was skipped); report.py renders each kind of result:
 - delta.py: a full source-mode delta on the miniature;
 - container.py: the patched image build from a small base and from a 1 GiB one;
 - waivers.py: the waiver step on a 100,000-line waives.txt;
-- radar.py: make radar, cold, over 5,000 more commits of the generated upstream.
+- radar.py: make radar, cold, over 5,000 more commits of the generated upstream;
+- lint.py: make lint on each set, cold, warm and again.
 A new section: its module, its renderer in report.RENDER, and its line in SECTIONS.
 """
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import clone, container, delta, radar, report, waivers
+from . import clone, container, delta, lint, radar, report, waivers
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ SECTIONS: tuple[Callable[[Path, Path, Options], Any], ...] = (
     lambda root, work, opt: container.container_bench(root, work),
     lambda root, work, opt: waivers.waiver_bench(root, work),
     lambda root, work, opt: radar.radar_bench(root, work),
+    lambda root, work, opt: lint.lint_bench(root, work),
 )
 
 
