@@ -173,6 +173,7 @@ def _locked(repo: Repo, command: str) -> contextlib.AbstractContextManager:
 
 def _pr(root, args):
     from .git import Repo
+    from .lint import command as lint_cmd
     from .pr import branch as pr_branch
     ps = _set(root, args)
     repo = Repo.open(_src(root, ps, args))
