@@ -185,3 +185,18 @@ def test_a_make_variable_with_a_newline_comes_back_ansi_c_quoted_and_runs(upstre
     again = subprocess.run(["bash", "-c", hint], cwd=ROOT, env=env, text=True, capture_output=True)
     assert again.returncode == 0, again.stderr
     assert "needed a 3-way merge: 0001-" in again.stdout
+
+
+@pytest.mark.parametrize("via_make, given, said", [
+    (True, {"fork": None}, "set FORK or once for all: git config --global github.user <you>"),
+    (False, {"fork": None}, "set --fork or once for all: git config --global github.user <you>"),
+    (True, {"fork": "jdoe"}, "choose another FORK or once for all: git config --global github.user <you>"),
+])
+def test_a_setting_the_user_did_not_give_is_to_be_set_not_chosen_again(via_make, given, said):
+    """make pr without FORK ended with "choose another FORK", about a value nobody gave."""
+    from patchkit.cli import COMMANDS
+    from patchkit.errors import Hint
+    from patchkit.render import Voice
+    options = {c.name: {a.dest: (a.flag, a.make) for a in c.args} for c in COMMANDS.values()}
+    voice = Voice(via_make=via_make, command="pr", given=given, options=options)
+    assert voice.hint(Hint.choose("fork", also="or once for all: git config --global github.user <you>")) == said

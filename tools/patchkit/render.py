@@ -288,7 +288,9 @@ class Voice:
 
     def hint(self, h: Hint) -> str:
         if h.command is None and h.settings and all(v is None for _, v in h.settings):
-            return f"choose another {', '.join(self.name(k) for k, _ in h.settings)}" + (f" {h.also}" if h.also else "")
+            # "choose another" a value the user gave; "set" one they did not (FORK, SIGNOFF)
+            verb = "choose another" if any(self.given.get(k) not in (None, False, "") for k, _ in h.settings) else "set"
+            return f"{verb} {', '.join(self.name(k) for k, _ in h.settings)}" + (f" {h.also}" if h.also else "")
         return f"run: {self.command_line(h.command or self.command, h.settings)}" + (f" ({h.also})" if h.also else "")
 
     def error(self, exc: UserError) -> str:
