@@ -11,7 +11,7 @@ import sys
 
 from patchkit.waives.match import Matcher
 from patchkit.waives.narrow import narrow
-from patchkit.waives.parse import parse_test_db, parse_waives
+from patchkit.waives.parse import parse_test_db, parse_waives, split_name
 
 BLANKET = "unittest/_torch/executor SKIP (https://nvbugs/6800103)"
 NEW = "tests/unittest/_torch/executor/test_cross_kv_cache_layout.py"
@@ -32,6 +32,8 @@ def inputs(n: int):
 
 
 def line_events(fn) -> int:
+    """The Python lines fn executes, cold: split_name remembers names across calls."""
+    split_name.cache_clear()
     count = 0
 
     def local(frame, event, arg):
