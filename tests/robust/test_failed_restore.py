@@ -62,10 +62,9 @@ def test_a_failing_smudge_filter_stops_apply_and_unapply_before_the_checkout(che
     g = lambda *a: sh("git", "-C", checkout, *a)  # noqa: E731
     g("config", "filter.broken.clean", "cat")
     g("config", "filter.broken.required", "true")
-    src = ["--root", str(ROOT), "--src", str(checkout)]
 
     def run(*argv: str) -> tuple[int, str]:
-        code = main([*src[:2], *argv, "--target", "rc25", *src[2:]])
+        code = main(["--root", str(ROOT), *argv, "--target", "rc25", "--src", str(checkout)])
         return code, capsys.readouterr().err
 
     for command in ("apply", "unapply"):

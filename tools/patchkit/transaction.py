@@ -66,12 +66,16 @@ def restore(repo: Repo, snap: Snapshot, finish: list[str] | None = None, creates
 
     now: dict[str, Sha] = {}
     moved_to: list[Sha | None] = []
+    def find(ref: str) -> None:
+        sha = repo.rev_parse(ref)
+        if sha:
+            now[ref] = sha
+
     if not step("read refs", None, lambda: (now.update(repo.refs()), moved_to.append(repo.head()))):
         # Without the list, what the body made is found by name; the recorded refs are all reset below.
         for ref in creates:
             if ref not in snap.refs:
-                step(f"read {ref}", git("update-ref", "-d", ref),
-                     lambda r=ref: now.update({r: sha} if (sha := repo.rev_parse(r)) else {}))
+                step(f"read {ref}", git("update-ref", "-d", ref), find, ref)
     for ref, sha in now.items():
         if ref not in snap.refs:
             step(f"delete {ref}", git("update-ref", "-d", ref), repo.delete_ref, ref, sha)
