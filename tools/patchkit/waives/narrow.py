@@ -8,7 +8,7 @@ from __future__ import annotations
 import bisect
 import gc
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from ..errors import Conflict
 from .match import Matcher, file_of, waived_files
@@ -189,7 +189,7 @@ def _after_entries(after: str, kept: list[Entry], added: list[str], name: str) -
         if k >= len(kept) or kept[k].text != text:
             raise AssertionError("the merged waives.txt does not hold exactly the kept and added lines")
         e = kept[k]
-        out.append(e if (e.lineno, e.end) == (n, end) else replace(e, lineno=n, end=end))
+        out.append(e if (e.lineno, e.end) == (n, end) else e._replace(lineno=n, end=end))
         k += 1
     if k != len(kept) or len(out) != len(kept) + len(added):
         raise AssertionError("the merged waives.txt does not hold exactly the kept and added lines")
