@@ -38,9 +38,14 @@ def read_waives(repo: Repo, rev: str, waives_file: str, index: Index | None = No
 def compute(repo: Repo, rev: str, intent: WaiverIntent, index: Index | None = None) -> Narrowing:
     """The narrowing of intent.waives_file at rev (or in the private index of a tree being built)."""
     waives = read_waives(repo, rev, intent.waives_file, index)
+    return narrowing_of(repo, rev, intent, waives, load_stages(repo, rev, intent.test_db) if waives is not None else [])
+
+
+def narrowing_of(repo: Repo, rev: str, intent: WaiverIntent, waives: str | None, stages: list) -> Narrowing:
+    """compute's narrowing, of a waives.txt and test-db stages already read (make waivers reads
+    them for its report too: a 100,000-line blob and the yml files once, not twice)."""
     if waives is None:
         return Narrowing(False, f"{intent.waives_file} does not exist at this ref; nothing to change", "", "")
-    stages = load_stages(repo, rev, intent.test_db)
     return narrow(waives, stages, test_files(repo, rev), list(intent.must_run), name=intent.waives_file)
 
 

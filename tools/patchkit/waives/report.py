@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 from ..git import Repo
 from ..model import TEST_DB, WAIVES_FILE, PatchSet
-from .edit import compute, load_stages, read_waives
+from .edit import load_stages, narrowing_of, read_waives
 from .narrow import Narrowing, indexed, test_id
 
 
@@ -30,9 +30,10 @@ def report(ps: PatchSet, repo: Repo, ref: str) -> WaiverReport:
     intent = ps.waivers
     tests = sorted(set(ps.tests.all) | (set(intent.must_run) if intent else set()))
     waives_file = intent.waives_file if intent else WAIVES_FILE
-    text = read_waives(repo, ref, waives_file) or ""
+    read = read_waives(repo, ref, waives_file)
+    text = read or ""
     stages = load_stages(repo, ref, intent.test_db if intent else TEST_DB)
-    narrowing = compute(repo, ref, intent) if intent else None
+    narrowing = narrowing_of(repo, ref, intent, read, stages) if intent else None
     after_text = narrowing.after if narrowing and narrowing.changed else text
     return WaiverReport(ps.target, ref, waives_file, _per_test(tests, text, stages, waives_file),
                         _per_test(tests, after_text, stages, waives_file), narrowing)
