@@ -83,6 +83,8 @@ def split_name(test: str) -> tuple[tuple[str, ...], str | None]:
         if m is None:
             return tuple(test.split()), None
         return tuple(test[:m.start()].split()), test[m.start():].strip()
+    if not test.startswith("-") and test.split(None, 1) == [test]:  # one node id, no space: what the scan finds
+        return (test,), None
     paths: list[str] = []
     i, n = 0, len(test)
     while i < n:
