@@ -151,3 +151,21 @@ def test_the_cli_refuses_with_one_line_and_exit_1(upstream, checkout, tmp_path, 
     assert err[0].startswith("patchkit: error: main: the PR body would fail upstream's PR checks: item ")
     assert "docs/guide.md at main describes the changed behaviour" in err[0]
     assert not out.exists()
+
+
+def test_a_supported_models_footnote_that_requires_max_input_len_keeps_the_docs_item_open(upstream, checkout,
+                                                                                         tmp_path, capsys):
+    """Upstream's Whisper PR #16141 documented `max_input_len >= 1500` in supported-models.md as
+    well; the fix makes that wrong, and 0003 changes only encoder-decoder.md, so a PR must not
+    tick the documentation box while such a page stands (our own words in the footnote's shape)."""
+    from patchkit.cli import main
+    page = "docs/source/models/supported-models.md"
+    upstream_commit(upstream, checkout, {page: "[^9]: Whisper needs a cross-KV fraction and `max_input_len >= 1500`.\n"},
+                    "Document Whisper's limits")
+    report = measured(checkout, "main", tmp_path)
+    out = tmp_path / "out"
+    code = main(["--root", str(ROOT), "pr", "--target", "main", "--src", str(checkout), "--report", str(report),
+                 "--out", str(out), "--signoff", SIGNOFF])
+    err = capsys.readouterr().err
+    assert code == ExitCode.MISMATCH and f"{page} at main describes the changed behaviour" in err, err
+    assert not out.exists()
