@@ -16,10 +16,13 @@ ruff-pre-commit's ruff and ruff-format (`ruff check --force-exclude`, `ruff form
 --force-exclude`, require_serial, types_or python/pyi, with jupyter since its PR #96 for ruff
 0.6.0, so at v0.9.4 too); yapf's yapf (`yapf -i`, types python; its newer yapf-diff hook,
 which upstream does not use, is left out); codespell (types text); pre-commit-hooks' ids,
-entries, types and files as listed below. autoflake's own manifest adds --expand-star-imports,
---remove-duplicate-keys and --remove-unused-variables to --in-place, and isort's older
-manifests select by `files: '.pxd$|.py$'`: upstream's config replaces autoflake's args and
-limits isort to its legacy list, so the hooks select and run the same on upstream's files.
+entries, types and files as listed below. autoflake and isort match their manifests at the
+pinned revs key for key (neither PyPI sdist ships the manifest, so they were read with the
+search tools; tests/lint/test_manifests.py holds the facts and where they come from):
+autoflake's default args are --in-place, --expand-star-imports, --remove-duplicate-keys and
+--remove-unused-variables (upstream's config replaces them with its own); isort 5.12.0 selects
+by types_or cython/pyi/python (PyCQA/isort#1612, 2020-12) with --filter-files and
+minimum_pre_commit_version 2.9.2, not the older `files: '.pxd$|.py$'`.
 """
 from __future__ import annotations
 
@@ -65,10 +68,10 @@ MIRRORS: dict[str, Mirror] = {
     "github.com/google/yapf": Mirror("yapf", ({"id": "yapf", "entry": "yapf", "args": ["-i"], "types": ["python"]},)),
     "github.com/pycqa/isort": Mirror("isort", (
         {"id": "isort", "entry": "isort", "require_serial": True, "types_or": ["cython", "pyi", "python"],
-         "args": ["--filter-files"]},)),
+         "args": ["--filter-files"], "minimum_pre_commit_version": "2.9.2"},)),
     "github.com/pycqa/autoflake": Mirror("autoflake", (
         {"id": "autoflake", "entry": "autoflake", "types": ["python"], "require_serial": True,
-         "args": ["--in-place"]},)),
+         "args": ["--in-place", "--expand-star-imports", "--remove-duplicate-keys", "--remove-unused-variables"]},)),
     "github.com/codespell-project/codespell": Mirror("codespell", (
         {"id": "codespell", "entry": "codespell", "types": ["text"]},)),
     "github.com/pre-commit/pre-commit-hooks": Mirror("pre-commit-hooks", tuple(_PCH)),
