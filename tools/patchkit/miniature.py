@@ -17,6 +17,7 @@ variant says only what upstream changed, and several variants can land the same 
 """
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import tempfile
@@ -104,6 +105,8 @@ def _lay(root: Path, layer: Path, sources: dict[str, str], tree: Path) -> None:
     for src in sorted(layer.rglob("*")):
         if not src.is_dir():
             _write(root, src.relative_to(layer).as_posix(), src.read_text(), sources, tree)
+            if os.access(src, os.X_OK):  # a script a local hook runs (language: script) stays executable
+                (tree / src.relative_to(layer)).chmod(0o755)
 
 
 def _write(root: Path, path: str, text: str, sources: dict[str, str], tree: Path) -> None:

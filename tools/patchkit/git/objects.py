@@ -80,6 +80,22 @@ class ObjectsMixin:
             rows.append((mode, typ, name))
         return rows
 
+    def blob_ids(self, rev: str, paths: Iterable[str]) -> dict[str, tuple[str, str]]:
+        """path -> (mode, blob id) at rev for those of paths that are files there, read from trees
+        only: in a blobless clone nothing is fetched (make lint fetches what it needs in one batch)."""
+        want = sorted(set(paths))
+        if not want:
+            return {}
+        out = self._run("--literal-pathspecs", "ls-tree", "-r", "--full-tree", "-z", rev, "--", *want).text
+        found = {}
+        for rec in out.split("\0"):
+            if rec:
+                meta, name = rec.split("\t", 1)
+                mode, typ, sha = meta.split(" ")
+                if typ == "blob" and name in want:
+                    found[name] = (mode, sha)
+        return found
+
     def read_blob(self, sha: str) -> bytes:
         """A blob's bytes, by id (lazily fetched in a blobless clone)."""
         with self._objects(f"cat-file blob {sha}"):

@@ -2,8 +2,9 @@
 
 The series is applied (series.py, into throwaway commits) on the target's upstream commit; the
 files it changes, upstream's .pre-commit-config.yaml and the tools' settings (pyproject.toml,
-ruff-legacy.toml, ...) at that commit, and the scripts its local hooks run, are written into a
-small git workspace (in a sparse or partial clone only those blobs are fetched). The real
+ruff-legacy.toml, ...) at that commit, and the scripts its local hooks run with what they read,
+are written into a small git workspace (in a sparse or partial clone only those blobs are
+fetched, needs.py). The real
 pre-commit runs there with hook repositories resolved to local mirrors of the pinned tools
 from PyPI (mirrors.py). One run over all files; only when a hook fails is each file run on
 its own, to say which file each failing hook wants changed and what the formatters make of
@@ -25,7 +26,7 @@ from ..errors import BadInput, Hint, ToolMissing
 from ..git import Identity, Repo, Sha, init
 from ..model import PatchSet
 from ..upstream import base_of
-from . import config as config_mod, mirrors, run as run_mod
+from . import config as config_mod, mirrors, needs, run as run_mod
 
 CONFIG = ".pre-commit-config.yaml"
 # The tools' settings a hook may read, at the repository root (ruff and codespell read
@@ -98,13 +99,24 @@ def lint(ps: PatchSet, *, repo: Repo, report: Path, cache: Path, fix: bool = Fal
     files = [p for p in ps.touched_paths if repo.show_file(tip, p) is not None]
     result = LintResult(ps.target, ps.upstream.ref, base, ps.content_hash, files, [], [], {}, {}, report=str(report),
                         fix_requested=fix)
-    text = repo.show_file(tip, CONFIG)
+    # In a cold one-commit blobless clone these blobs are not here yet: fetched alone, watched.
+    with progress.step("fetching upstream's hook configuration and the tools' settings at the ref"):
+        here = needs.fetch(repo, tip, [CONFIG, *SETTINGS])
+    text = repo.show_file(tip, CONFIG) if CONFIG in here else None
     if text is None:
         result.config_found = False
         return _write(result, report)
     if not (Path(house) / ".fetched").exists() and not any(Path(house).glob("*.whl")):
         raise ToolMissing(f"the hook tools' wheelhouse {house} is missing", hint=Hint.run("setup"))
-    plan = config_mod.plan(text.decode(), wheelhouse=house, exists=lambda p: repo.show_file(tip, p) is not None)
+
+    def exists(path: str) -> bool:  # from the trees alone: no blob is fetched to say so
+        return bool(repo.blob_ids(tip, [path]))
+
+    plan = config_mod.plan(text.decode(), wheelhouse=house, exists=exists)
+    with progress.step("fetching the scripts upstream's local hooks run, and what they read"):
+        scripts = needs.scripts(repo, tip, plan.scripts)
+    if scripts.unavailable:
+        plan = config_mod.plan(text.decode(), wheelhouse=house, exists=exists, unavailable=scripts.unavailable)
     cache.mkdir(parents=True, exist_ok=True)
     redirects = {}
     with progress.step("preparing the hook repositories (local mirrors of the pinned tools)"):
@@ -114,7 +126,7 @@ def lint(ps: PatchSet, *, repo: Repo, report: Path, cache: Path, fix: bool = Fal
     (cache / "work").mkdir(exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f"{ps.target}-", dir=cache / "work"))
     try:
-        _workspace(repo, tip, work, text, plan, files)
+        _workspace(repo, tip, work, text, plan, [p for p in SETTINGS if p in here] + sorted(scripts.files), files)
         cfg = str(work / RUN_CONFIG)
         originals = {f: (work / f).read_bytes() for f in files}
         memo = cache / "verdicts" / f"{_inputs_key(work, files, Path(house))}.json"
@@ -155,11 +167,13 @@ def _recall(memo: Path) -> list[run_mod.HookRun] | None:
         return None
 
 
-def _workspace(repo: Repo, tip: str, work: Path, text: bytes, plan: config_mod.Plan, files: list[str]) -> None:
-    """The files the hooks see: settings and config committed, the series' files staged as added."""
+def _workspace(repo: Repo, tip: str, work: Path, text: bytes, plan: config_mod.Plan, upstreams: list[str],
+               files: list[str]) -> None:
+    """The files the hooks see: upstream's config, settings and scripts committed, the series'
+    files staged as added."""
     repo_ws = init(work)
     (work / CONFIG).write_bytes(text)
-    for path in sorted(set(SETTINGS) | plan.scripts):
+    for path in sorted(set(upstreams)):
         _put(repo, tip, work, path)
     (work / RUN_CONFIG).write_text(config_mod.dump(plan.config))
     repo_ws.add_all_and_commit("upstream's settings at the ref", WORKSPACE_ID, series.THROWAWAY_DATE)

@@ -51,16 +51,21 @@ def _fail_hook(hook: dict, manifest: dict | None, why: str) -> dict:
             "entry": NOT_RUN + why, "language": "fail", **sel}
 
 
+PYTHON = re.compile(r"^python(3(\.\d+)?)?$")
+
+
 def _script(entry: str, language: str) -> str | None:
-    """The repository file a local hook runs (`./scripts/x.py --fix`, `python scripts/x.py`)."""
+    """The repository file a local hook runs (`./scripts/x.py --fix`, `python scripts/x.py`,
+    `python3 scripts/x.py`)."""
     words = shlex.split(entry)
-    if language == "python" and words[:1] == ["python"] and len(words) > 1:
+    if language == "python" and words[:1] and PYTHON.match(words[0]) and len(words) > 1:
         words = words[1:]
     return words[0][2:] if words and words[0].startswith("./") else (words[0] if words and "/" in words[0] else None)
 
 
-def plan(text: str, *, wheelhouse: Path, exists: callable) -> Plan:
-    """The runnable config for upstream's config text; exists(path) says whether the ref has a file."""
+def plan(text: str, *, wheelhouse: Path, exists: callable, unavailable: dict[str, str] | None = None) -> Plan:
+    """The runnable config for upstream's config text; exists(path) says whether the ref has a file,
+    unavailable which scripts cannot be had here all the same (path -> why)."""
     cfg = yaml.safe_load(text) or {}
     out = {k: v for k, v in cfg.items() if k != "repos"}
     out.pop("default_install_hook_types", None)
@@ -72,7 +77,7 @@ def plan(text: str, *, wheelhouse: Path, exists: callable) -> Plan:
         if url in ("local", "meta"):
             kept = []
             for hook in repo.get("hooks") or []:
-                why = _local_reason(hook, wheelhouse, exists) if url == "local" else None
+                why = _local_reason(hook, wheelhouse, exists, unavailable or {}) if url == "local" else None
                 if why:
                     result.not_run[hook["id"]] = why
                     failed.append(_fail_hook(hook, None, why))
@@ -115,7 +120,7 @@ def plan(text: str, *, wheelhouse: Path, exists: callable) -> Plan:
     return result
 
 
-def _local_reason(hook: dict, wheelhouse: Path, exists: callable) -> str | None:
+def _local_reason(hook: dict, wheelhouse: Path, exists: callable, unavailable: dict[str, str]) -> str | None:
     language = hook.get("language", "")
     if language not in RUNNABLE_LOCAL:
         return f"a local {language} hook"
@@ -126,6 +131,8 @@ def _local_reason(hook: dict, wheelhouse: Path, exists: callable) -> str | None:
         return f"its entry {hook.get('entry', '')!r} is not a file of the repository"
     if not exists(script):
         return f"{script} is not at this ref"
+    if script in unavailable:
+        return unavailable[script]
     deps = [d for d in hook.get("additional_dependencies") or [] if not _in_wheelhouse(wheelhouse, d)]
     if deps:
         return f"its additional dependencies {', '.join(deps)} are not in the wheelhouse"
