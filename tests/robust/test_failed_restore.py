@@ -58,7 +58,7 @@ def test_a_failing_smudge_filter_stops_apply_and_unapply_before_the_checkout(che
     names the path and git's cause, nothing changed; once the filter works, the same command
     succeeds."""
     from patchkit.cli import main
-    (checkout / ".git" / "info" / "attributes").write_text("*.py filter=broken\n")
+    (checkout / ".git" / "info" / "attributes").write_text("tensorrt_llm/**/*.py filter=broken\n")
     g = lambda *a: sh("git", "-C", checkout, *a)  # noqa: E731
     g("config", "filter.broken.clean", "cat")
     g("config", "filter.broken.required", "true")
