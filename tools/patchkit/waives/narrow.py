@@ -38,7 +38,10 @@ def gc_paused():
 
     Each line becomes a few acyclic objects; with the collector on, every threshold crossing
     rescans the growing heap, which cost about half the time at 100k lines (measured).
-    Reference counting still frees everything; the collector resumes afterwards.
+    Reference counting still frees everything; the collector resumes afterwards, with what was
+    built meanwhile moved to its oldest generation (freeze, then unfreeze, moves every tracked
+    object there without walking any): resumed as it was, its first young collection walked
+    all 100,000 lines' objects, 0.1 s of make waivers (#17 item 16).
     """
     was = gc.isenabled()
     gc.disable()
@@ -46,6 +49,8 @@ def gc_paused():
         yield
     finally:
         if was:
+            gc.freeze()
+            gc.unfreeze()
             gc.enable()
 
 
