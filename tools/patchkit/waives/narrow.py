@@ -151,30 +151,40 @@ def _merge(kept: list[Entry], new: list[str], nl: str) -> str:
 
     waives.txt is kept sorted line by line; blanks and comments are not compared. New lines
     that sort after every entry go right after the last one, before a trailing blank/comment.
-    One pass over the kept lines.
+    One pass over the kept lines' names to place the new ones, then list slices and joins
+    (a Python statement per kept line cost 0.1 s at 100,000 lines, #17 item 16).
     """
+    texts = [e.text for e in kept]
     named = [i for i, e in enumerate(kept) if e.name]
     last = named[-1] if named else len(kept) - (1 if kept and not kept[-1].text else 0) - 1
-    pairs: list[list[str]] = []
-    j = 0
-    if last < 0:  # nothing before which to put them
-        pairs += [[t, nl] for t in new]
-        j = len(new)
-    for i, e in enumerate(kept):
-        if e.name:
-            while j < len(new) and new[j] < e.text:
-                pairs.append([new[j], nl])
-                j += 1
-        pairs.append([e.text, e.end])
-        if i == last:
-            pairs += [[t, nl] for t in new[j:]]
-            j = len(new)
-    final_end = kept[-1].end if kept else ""
-    for p in pairs[:-1]:
-        p[1] = p[1] or nl
-    if pairs:
-        pairs[-1][1] = final_end
-    return "".join(t + end for t, end in pairs)
+    at: list[int] = []  # the index of the kept line each new line goes before
+    k = 0
+    for t in new:
+        if last < 0:  # nothing before which to put them
+            at.append(0)
+            continue
+        while k < len(named) and not t < texts[named[k]]:
+            k += 1
+        at.append(named[k] if k < len(named) else last + 1)
+    ends = [e.end for e in kept]
+    out_texts: list[str] = []
+    out_ends: list[str] = []
+    prev = 0
+    for t, i in zip(new, at):
+        out_texts += texts[prev:i]
+        out_ends += ends[prev:i]
+        out_texts.append(t)
+        out_ends.append(nl)
+        prev = i
+    out_texts += texts[prev:]
+    out_ends += ends[prev:]
+    out_ends = [end or nl for end in out_ends]  # a piece that was the file's last gets a line ending
+    if out_ends:
+        out_ends[-1] = kept[-1].end if kept else ""
+    pieces = [""] * (2 * len(out_texts))
+    pieces[::2] = out_texts
+    pieces[1::2] = out_ends
+    return "".join(pieces)
 
 
 def _after_entries(after: str, kept: list[Entry], added: list[str], name: str) -> tuple[list[Entry], list[Entry]]:
