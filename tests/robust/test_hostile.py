@@ -186,11 +186,16 @@ def _seal(mp: pytest.MonkeyPatch, tmp: Path) -> None:
     home = tmp / "home"
     home.mkdir()
     (home / ".gitconfig").write_text(BASE_CONFIG)
+    (tmp / "tmpdir").mkdir()
+    mp.setenv("TMPDIR", str(tmp / "tmpdir"))
     for k in list(os.environ):
         if k.startswith("GIT_") or k in ("PATCHKIT_ROOT", "PATCHKIT_VIA_MAKE") or k in MAKE_VARIABLES:
             mp.delenv(k)
     for k, v in {"HOME": str(home), "GIT_CONFIG_GLOBAL": str(home / ".gitconfig"), "GIT_CONFIG_NOSYSTEM": "1",
-                 "GIT_AUTHOR_DATE": FIXED_DATE, "GIT_COMMITTER_DATE": FIXED_DATE, "LANG": "C", "TZ": "UTC"}.items():
+                 "GIT_AUTHOR_DATE": FIXED_DATE, "GIT_COMMITTER_DATE": FIXED_DATE, "LANG": "C", "TZ": "UTC",
+                 # make pr's lint: the suite's warm hook environments (without them, each run
+                 # installed every pinned tool again: 40 s of the module's setup)
+                 "PATCHKIT_LINT_CACHE": str(ROOT / "build" / "lint" / "cache")}.items():
         mp.setenv(k, v)
 
 
