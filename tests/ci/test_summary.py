@@ -66,6 +66,13 @@ def reports(miniature_template, tmp_path_factory):
         measure(miniature_template, target, "container", d / f"reports-container-{target}" / f"{target}.container.json")
         assert main(["--root", str(ROOT), "radar", "--target", target, "--src", str(miniature_template),
                      "--out", str(d / f"reports-radar-{target}")]) == 0
+        # make lint's report, as the verify job uploads it (build/lint/<target>.json), from a
+        # clone of its own: upstream's hooks at their pinned revs on the series' files
+        clone = d / f"clone-{target}"
+        sh("git", "clone", "-q", miniature_template.as_uri(), clone)
+        assert main(["--root", str(ROOT), "lint", "--target", target, "--src", str(clone),
+                     "--report", str(d / f"reports-verify-{target}" / "lint" / f"{target}.json")]) == 0
+        shutil.rmtree(clone)
     return d
 
 
@@ -88,11 +95,14 @@ def test_both_targets_and_modes_give_the_golden_table(reports, tmp_path):
     assert md.strip() in res.stdout
     data = json.loads((tmp_path / "summary" / "summary.json").read_text())
     assert data["ok"] and [(r["target"], r["check"]) for r in data["rows"]] == [
-        (t, c) for t in ("main", "rc25") for c in ("delta source", "delta container", "radar")]
+        (t, c) for t in ("main", "rc25") for c in ("delta source", "delta container", "lint", "radar")]
     for row in data["rows"]:  # each row says what its report says
         report = json.loads((reports / row["reports"][0]).read_text())
         if row["check"] == "radar":
             assert row["upstream_commit"] == report["until"]["commit"] and not report["changed"]
+        elif row["check"] == "lint":
+            assert row["upstream_commit"] == report["upstream_commit"] and report["ran"] and not report["failures"]
+            assert row["counts"] == f"{len(report['ran'])} hooks ran, 0 failing" and row["verdict"] == "clean"
         else:
             assert row["upstream_commit"] == report["upstream_commit"] and report["matches_expected"]
 
@@ -123,7 +133,7 @@ def test_a_report_for_another_upstream_commit_is_its_own_row_and_flagged(reports
     assert len(rows) == 2 and later in [r["upstream_commit"] for r in rows]
     assert all("mismatched: main was measured at 2 upstream commits" in r["flags"] and not r["ok"] for r in rows)
     md = (tmp_path / "out" / "summary.md").read_text()
-    assert md.count("mismatched: main was measured at 2 upstream commits") == 4  # main's container and radar rows too
+    assert md.count("mismatched: main was measured at 2 upstream commits") == 5  # main's container, lint and radar rows too
     assert "not all as declared" in md
 
 

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import jinja2
 
-from .. import patchset, schema as S
+from .. import atomic, patchset, schema as S
 from ..errors import BadInput, NotFound
 
 GOOD = ("matches", "fixed upstream", "clean", "unchanged")
@@ -202,9 +202,7 @@ def summarize(root: Path, reports: Path, out: Path | None = None, step_summary: 
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         for name, text in (("summary.md", res.markdown), ("summary.json", as_json(res))):
-            tmp = out / f".{name}.tmp"
-            tmp.write_text(text, encoding="utf-8")
-            tmp.replace(out / name)
+            atomic.write_text(out / name, text)  # beside it, fsynced, renamed: a failed run leaves the old file whole
             res.written.append(str(out / name))
     if step_summary is not None:
         extra = [p.with_suffix(".md") for p in files if p.with_suffix(".md").is_file()]  # the radar's own Markdown
