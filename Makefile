@@ -36,7 +36,7 @@ REPORTS    ?=
 # BRANCH='x;touch /tmp/p' or SIGNOFF with quotes, backticks or $$(...) stays one argument.
 export BASE BRANCH BUILD BUILDER DEST FIX FORK GPU_RUNNER MODE REGISTRY REPORT REPORTS SIGNOFF SINCE THREEWAY TLS_VERIFY TRTLLM TRTLLM_SRC TRTLLM_URL UNTIL VARIANT
 
-.PHONY: help setup demo test lint apply unapply check radar miniature targets bench delta waivers pr dco export check-export container container-push workflow summary
+.PHONY: help setup demo test test-slow lint apply unapply check radar miniature targets bench delta waivers pr dco export check-export container container-push workflow summary
 help: ; @awk -F ":.*## " '/^[a-z-]+:.*## /{printf "  %-15s %s\n", $$1, $$2}' $(MAKEFILE_LIST) ## list the targets, one line each (README.md says more)
 setup: $(SETUP) $(HOOKS) ## make the virtual environment in .venv, install patchkit into it, fetch the hook tools' wheels
 # The tests validate the generated workflow with check-jsonschema (pyproject's test extra) and
@@ -47,7 +47,8 @@ $(VENV)/wheelhouse/.fetched: $(SETUP) tools/patchkit/lint/wheelhouse.txt
 	$(VENV)/bin/pip download -q --disable-pip-version-check -d $(VENV)/wheelhouse -r tools/patchkit/lint/wheelhouse.txt && touch $@
 
 demo: $(SETUP) $(HOOKS) ; $(PATCHKIT) demo --workdir="$$BUILD/demo" $(if $(SIGNOFF),--signoff="$$SIGNOFF") ## the main job end to end on the built-in miniature upstream (BUILD, SIGNOFF)
-test: $(SETUP) $(HOOKS) ; $(PYTEST) -q -n 2 ## the test suite, on two processes (pytest-xdist)
+test: $(SETUP) $(HOOKS) ; $(PYTEST) -q -n 2 --dist loadscope ## the test suite, on two processes (pytest-xdist): one case of each behaviour, under a minute
+test-slow: $(SETUP) $(HOOKS) ; $(PYTEST) -q -n 2 --dist loadscope -m 'slow or exhaustive' ## what make test leaves to CI (.ci/run runs it next): the sweeps, the second cases, every fault point
 apply: $(SETUP) ; $(PATCHKIT) apply --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(if $(TRTLLM_URL),--url="$$TRTLLM_URL") $(if $(THREEWAY),--threeway) ## apply the series as commits on overlay/<target>, all or nothing (TRTLLM, TRTLLM_SRC, TRTLLM_URL, THREEWAY)
 unapply: $(SETUP) ; $(PATCHKIT) unapply --target="$$TRTLLM" --src="$$TRTLLM_SRC" ## return the checkout to where it was before apply (TRTLLM, TRTLLM_SRC)
 check: $(SETUP) ; $(PATCHKIT) check --src="$$TRTLLM_SRC" ## how every target applies to a checkout, changing nothing (TRTLLM_SRC)

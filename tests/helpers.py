@@ -8,6 +8,8 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # A git URL that never sends a byte (git's ext transport, allowed by the test's own config),
@@ -15,6 +17,14 @@ ROOT = Path(__file__).resolve().parents[1]
 # during such a test (no `finally` runs) left `git clone fd::17` behind for good; this one ends
 # when its helper's sleep does, a minute later at most.
 NEVER_ANSWERS = "ext::sleep 60"
+
+
+def tiered(*values, fast: int = 1) -> list:
+    """Parameters of a sweep: the first `fast` run in make test, the others are marked slow
+    (make test-slow, which .ci/run runs after make test)."""
+    def slow(v):  # a tuple is one case of several argnames
+        return pytest.param(*v, marks=pytest.mark.slow) if isinstance(v, tuple) else pytest.param(v, marks=pytest.mark.slow)
+    return [*values[:fast], *(slow(v) for v in values[fast:])]
 
 
 def sh(*args, cwd=None, check=True, input=None):

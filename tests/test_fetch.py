@@ -86,6 +86,7 @@ def test_cold_apply_fetches_one_commits_trees_and_only_the_sets_blobs(generated,
     assert len(of_type(got, "blob")) < total_blobs / 20
 
 
+@pytest.mark.slow  # the count's own check: make test-slow (.ci/run)
 def test_the_old_clone_with_history_is_what_the_count_would_catch(generated, tmp_path):
     """The measure above can fail: a blobless clone with the ref's history brings every commit."""
     from patchkit.git import partial_clone
@@ -138,6 +139,7 @@ def test_threeway_fetches_the_recorded_base_as_one_commit(upstream_copy, tmp_pat
     assert of_type(got, "tree") <= trees_of(upstream_copy, new) | trees_of(upstream_copy, old)
 
 
+@pytest.mark.slow  # make test-slow (.ci/run); make test keeps the recorded-base case
 def test_threeway_without_a_reachable_base_deepens_only_as_far_as_needed(upstream_copy, tmp_path):
     old, new = _drift(upstream_copy)
     ps = patchset.load(ROOT, "main")  # its recorded base is a real upstream commit: not in this upstream
@@ -162,6 +164,7 @@ def test_a_later_apply_on_the_same_clone_fetches_only_its_own_ref(generated, tmp
     assert of_type(new, "commit") == {git(generated, "rev-parse", "v1.3.0rc25^{commit}")}
 
 
+@pytest.mark.slow  # a bench's own test (a generated upstream of 200 commits): make test-slow (.ci/run)
 def test_bench_reports_the_cold_apply_at_the_limit_and_the_old_clone_above_it(tmp_path):
     """make bench's own numbers: the clone apply makes now receives exactly the limit's objects
     (one commit, its trees, the set's blobs), the old one history, the full clone everything."""
@@ -194,6 +197,7 @@ def test_delta_on_a_cold_clone_reads_only_the_sets_blobs(generated, tmp_path):
     assert of_type(got, "commit") == {tag}
 
 
+@pytest.mark.slow  # a later apply on the same clone: make test-slow (.ci/run)
 def test_a_later_set_with_other_paths_widens_the_clone_it_reuses(upstream, tmp_path):
     """The second set needs a file the first did not: it appears, fetched alone, no re-clone."""
     root = copy_root(tmp_path)

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import sys
 
+import pytest
+
 from helpers import ROOT, sh
 
 
@@ -10,6 +12,7 @@ def make(*args, cwd=ROOT):
     return sh("make", "-s", "-C", cwd, "SETUP=", f"PATCHKIT={sys.executable} -m patchkit", *args, check=False)
 
 
+@pytest.mark.slow  # the whole demo (both sets, lint, pr): make test-slow; .ci/run also runs make test-slow
 def test_make_demo_applies_both_targets_on_the_miniature(tmp_path):
     res = make(f"BUILD={tmp_path}/build", "demo")
     assert res.returncode == 0, res.stderr

@@ -11,6 +11,8 @@ import pty
 import subprocess
 import sys
 
+import pytest
+
 from helpers import ROOT
 from patchkit import patchset
 
@@ -70,6 +72,7 @@ def test_quiet_silences_progress_in_a_pipe_and_on_a_terminal(upstream, tmp_path)
     assert "patchkit:" not in err and "Receiving objects" not in err and "Cloning into" not in err
 
 
+@pytest.mark.slow  # make test keeps the terminal and --quiet cases
 def test_a_pipe_gets_no_progress_without_quiet(upstream, tmp_path):
     code, out, err = run_cli(apply_args(upstream, tmp_path), stderr_tty=False)
     assert code == 0, err

@@ -13,7 +13,7 @@ from patchkit import miniature, patchset, series
 from patchkit.cli import main
 from patchkit.delta import upstreamfix
 from patchkit.git import Repo
-from helpers import ROOT, build_once, sh, state_of
+from helpers import ROOT, build_once, sh, state_of, tiered
 
 UTIL = "tensorrt_llm/_torch/pyexecutor/_util.py"
 
@@ -77,7 +77,7 @@ def test_check_reports_fixed_upstream_with_counts_and_what_to_do(fixed_clone, ca
     assert state_of(fixed_clone) == before
 
 
-@pytest.mark.parametrize("threeway", [False, True])
+@pytest.mark.parametrize("threeway", tiered(False, True))
 def test_apply_refuses_to_stack_our_fix_on_upstreams(fixed_clone, capsys, threeway):
     before = state_of(fixed_clone)
     code = main(["--root", str(ROOT), "apply", "--target", "main", "--src", str(fixed_clone)]
@@ -115,6 +115,7 @@ def _reword_context(upstream: Path) -> None:
     sh("git", "-C", upstream, "commit", "-qam", "Guard the head size division")
 
 
+@pytest.mark.slow  # a second variant built for this test: make test-slow (.ci/run)
 def test_drift_without_a_fix_is_not_called_fixed_and_says_what_was_measured(upstream, tmp_path, capsys):
     _reword_context(upstream)
     clone = tmp_path / "clone"

@@ -147,6 +147,7 @@ def _container(tmp_path, *args):
     return main(["--root", str(ROOT), "container", "--target", "rc25", "--context", str(tmp_path / "ctx"), *args])
 
 
+@pytest.mark.slow  # buildah's own retries take seconds: make test-slow (.ci/run)
 def test_unpullable_base_is_not_found_with_the_builders_reason(miniature_template, tmp_path, capsys):
     code = _container(tmp_path, "--src", str(miniature_template), "--base", "localhost/nope:1", "--builder", "buildah")
     err = capsys.readouterr().err
@@ -190,6 +191,7 @@ def test_failing_build_step_names_the_step_and_what_it_said(release_tree, storag
     assert sh("buildah", "inspect", "--type", "image", cbuild.image_name(ps, shell_less), check=False).returncode != 0
 
 
+@pytest.mark.slow  # buildah's own retries take seconds: make test-slow (.ci/run)
 def test_failed_push_says_why(bases, miniature_template, tmp_path, capsys):
     good, _ = bases
     build(tmp_path, good, upstream=miniature_template)

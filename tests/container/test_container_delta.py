@@ -15,7 +15,7 @@ from patchkit.container import build as cbuild
 from patchkit.delta import command
 from patchkit.git import Repo
 from cstore import in_store, needs_tools
-from helpers import ROOT, copy_root, sh
+from helpers import ROOT, copy_root, sh, tiered
 
 REGRESSION = "tests/unittest/_torch/executor/test_cross_kv_cache_layout.py"
 pytestmark = needs_tools
@@ -65,7 +65,7 @@ def built(python_base, storage, miniature_template, tmp_path_factory):
     return get
 
 
-@pytest.mark.parametrize("target", ["rc25", "main"])
+@pytest.mark.parametrize("target", tiered("rc25", "main"))  # one image in make test (the other tests use rc25 too)
 def test_make_container_then_make_delta_in_the_images_then_pr(built, upstream, tmp_path, target):
     """The two commands in a row, with the same variables, measure the declared delta in the
     images; the neighbours, which source mode cannot run, pass before and after; the report
@@ -111,6 +111,7 @@ def test_make_container_then_make_delta_in_the_images_then_pr(built, upstream, t
     assert code == 0 and (tmp_path / "pr" / "body.md").is_file()
 
 
+@pytest.mark.slow  # a second build of the image: make test-slow (.ci/run)
 def test_labels_in_json_are_the_ones_the_image_carries(built, miniature_template, tmp_path, capsys):
     base = built("rc25")
     code = main(["--root", str(ROOT), "--json", "container", "--target", "rc25", "--src", str(miniature_template),
@@ -183,6 +184,7 @@ def pythonpath_base(python_base, storage):
     return name
 
 
+@pytest.mark.slow  # a third image, built for this test alone: make test-slow (.ci/run)
 def test_container_delta_keeps_the_images_own_pythonpath(pythonpath_base, storage, miniature_template, upstream,
                                                          tmp_path):
     """#17.14: the delta set PYTHONPATH to its plugin folder alone, so a base whose Python finds

@@ -14,7 +14,7 @@ from patchkit.delta import command, compare
 from patchkit.delta.run import ContainerRunner, TreeRun
 from patchkit.errors import Hint
 from patchkit.git import Repo
-from helpers import ROOT, copy_root, sh
+from helpers import ROOT, copy_root, sh, tiered
 
 REGRESSION = "tests/unittest/_torch/executor/test_cross_kv_cache_layout.py"
 NEIGHBOUR = "tests/unittest/_torch/executor/test_neighbour.py"
@@ -25,7 +25,7 @@ def run_delta(upstream: Path, target: str, tmp_path: Path, root: Path = ROOT, mo
     return command.delta(ps, repo=Repo(upstream), mode=mode, report=tmp_path / "report" / f"{target}.json", **kw)
 
 
-@pytest.mark.parametrize("target", ["rc25", "main"])
+@pytest.mark.parametrize("target", tiered("rc25", "main"))
 def test_declared_delta_is_measured_on_the_miniature(miniature_template, tmp_path, target):
     res = run_delta(miniature_template, target, tmp_path)
     assert res.ok, res.mismatches + res.invalid

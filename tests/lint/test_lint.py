@@ -98,6 +98,7 @@ def test_pre_commit_output_is_read_per_hook():
     assert lint_run.wants(runs[1], Path("/w")) == "rewrites the file (1 file reformatted)"
 
 
+@pytest.mark.slow  # four lint runs: make test-slow (.ci/run)
 def test_an_unchanged_series_reuses_its_passing_verdict_and_a_failing_one_always_runs(miniature_template, tmp_path,
                                                                                      lint_cache, capsys):
     """make pr lints again right after make lint: the same inputs keep their passing verdict (and

@@ -15,7 +15,7 @@ from patchkit.errors import BadInput, Conflict, Hint, NotFound, UserError
 from patchkit.git import Repo
 from patchkit.pr import branch as pr_branch, checks, dco, title as title_mod
 from patchkit.upstream import base_of
-from helpers import ROOT, copy_root, lint_of, sh
+from helpers import ROOT, copy_root, lint_of, sh, tiered
 
 GOLDEN = ROOT / "tests" / "golden"
 SIGNOFF = "Jane Developer <jane.developer@example.com>"
@@ -55,7 +55,7 @@ def golden(name: str, text: str) -> None:
     assert text == path.read_text(), f"{name} differs from tests/golden (PATCHKIT_UPDATE_GOLDEN=1 to accept)"
 
 
-@pytest.mark.parametrize("target", ["rc25", "main"])
+@pytest.mark.parametrize("target", tiered("rc25", "main", fast=2))
 def test_title_body_and_commit_messages_match_golden_files(checkout, tmp_path, target):
     res = make_pr(checkout, target, tmp_path, measured(checkout, target, tmp_path), signoff=SIGNOFF)
     golden(f"pr_title_{target}.txt", res.title + "\n")

@@ -13,7 +13,7 @@ import pytest
 from patchkit import minihistory
 from patchkit.cli import main
 from patchkit.radar import bisect
-from helpers import ROOT, sh, state_of
+from helpers import ROOT, sh, state_of, tiered
 
 
 def _radar(capsys, *args):
@@ -26,6 +26,7 @@ def _sha(repo, subject):
     return sh("git", "-C", repo, "log", "--format=%H", f"--grep={subject}", "-F", "main").stdout.split()[0]
 
 
+@pytest.mark.slow  # three radar runs over a grown history: make test-slow (.ci/run)
 def test_check_points_at_radar_which_names_the_three_commits_in_order(history_template, tmp_path, capsys,
                                                                       monkeypatch):
     """A user's full clone: make check finds the conflict and prints make radar with the
@@ -76,11 +77,11 @@ def test_radar_in_the_one_commit_clone_fetches_no_blob_of_history(history_templa
     assert sh("git", "-C", src, "status", "--porcelain").stdout == ""
 
 
-@pytest.mark.parametrize("since, until, where", [
+@pytest.mark.parametrize("since, until, where", tiered(
     ("(#20918)^", "(#20918)", "the only candidate"),
     ("(#20918)^", "main", "the first of several"),
     ("(#20511)", "(#20918)", "the last of several"),
-])
+))
 def test_the_fix_at_the_edges_of_the_range(history_template, tmp_path, capsys, since, until, where):
     """Upstream's fix as the first candidate, the last, the only one: radar names it, within
     ceil(log2(candidates)) + 2 test probes (the ends of the range and the bisection)."""

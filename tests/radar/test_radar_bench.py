@@ -1,11 +1,15 @@
 """make bench's radar section (#18), small: on a generated upstream it grows a history with
 upstream's fix at a commit it knows, runs radar cold and reports it. The section once ended
 in a traceback (the fixed-upstream variant became a diff) and nothing noticed until make
-bench ran; here it runs on every make test, with fewer files and commits."""
+bench ran; here it runs in every CI run (make test-slow), with fewer files and commits."""
 from __future__ import annotations
+
+import pytest
 
 from patchkit.bench import generate, radar
 from helpers import ROOT, sh
+
+pytestmark = pytest.mark.slow  # a bench's own test (seconds of generated history): make test-slow (.ci/run)
 
 SHAPE = generate.Shape(files=300, dirs=50, commits=60, binaries=1, binary_mib=0.25)
 

@@ -73,9 +73,10 @@ def unkilled(history_template, tmp_path_factory):
     return _verdict(ran.stdout)
 
 
-def _sweep(*points):
-    """The first point runs by default; the others under -m exhaustive (.ci/run)."""
-    return [points[0], *(pytest.param(p, marks=pytest.mark.exhaustive) for p in points[1:])]
+def _sweep(*points, first=()):
+    """The first point runs in make test (or in make test-slow with first=slow); the others
+    under -m exhaustive: make test-slow, which .ci/run runs."""
+    return [pytest.param(points[0], marks=first), *(pytest.param(p, marks=pytest.mark.exhaustive) for p in points[1:])]
 
 
 @pytest.mark.parametrize("case", _sweep(
@@ -85,6 +86,7 @@ def _sweep(*points):
     (("fetch", 2, "before"), "tag"),  # the clone is made, SINCE is there, no history yet
     (("fetch", 4, "after"), "tag"),  # some levels of the set's trees arrived, not all
     (("fetch", 8, "before"), "tag"),  # all the trees, none of the set's files
+    first=pytest.mark.slow,  # make test kills radar once, while probing (below)
 ))
 def test_killed_while_fetching_then_the_same_command_succeeds(history_template, tmp_path, unkilled, case):
     kill, since = case
@@ -100,6 +102,7 @@ def test_killed_while_fetching_then_the_same_command_succeeds(history_template, 
     assert sh("git", "-C", tmp_path / "src", "status", "--porcelain").stdout == ""
 
 
+@pytest.mark.slow  # radar killed: make test-slow (.ci/run); make test kills apply and clone
 @pytest.mark.parametrize("kill", _sweep(
     ("apply", 3, "before"),  # probing the series on a state of the set's files
     ("merge-file", 1, "before"),  # its 3-way merge where the patch no longer applies cleanly

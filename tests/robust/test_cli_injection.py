@@ -14,6 +14,8 @@ import pytest
 from patchkit import cli
 from helpers import ROOT, copy_root, state_of
 
+pytestmark = pytest.mark.slow  # a sweep: every option with every hostile value: make test-slow (.ci/run)
+
 SKIP = {"bench", "demo", "container", "container-push", "delta"}
 PAYLOADS = ["x;touch {p}", "--orphan=$(touch {p})", "`touch {p}`\nSigned-off-by: Evil <e@e.com>", "../../" * 20 + "etc",
             "-" + "x" * 5000]

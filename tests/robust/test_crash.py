@@ -16,7 +16,7 @@ from patchkit import apply as apply_mod, lock, patchset, state
 from patchkit.cli import main
 from patchkit.errors import Conflict
 from patchkit.git import Repo
-from helpers import NEVER_ANSWERS, ROOT, sh, state_of
+from helpers import NEVER_ANSWERS, ROOT, sh, state_of, tiered
 from robust.faults import Injector
 
 TEST = "tests/unittest/_torch/executor/test_cross_kv_cache_layout.py"
@@ -42,6 +42,7 @@ def test_an_untracked_file_where_the_series_adds_one_is_a_clear_refusal(capsys, 
     assert state_of(checkout) == before and (checkout / TEST).read_text() == "mine\n"
 
 
+@pytest.mark.slow  # a kill at one git call: make test keeps the sampled fault sweep of apply
 def test_a_kill_right_after_the_branch_moved_is_recovered_by_unapply_and_by_apply(checkout, tmp_path):
     """#11.2: the branch was created before the state file; a kill in between left an orphan
     overlay/<t> that apply refused (exit 3) and unapply did not know (exit 4)."""
@@ -92,8 +93,8 @@ def test_apply_after_checking_out_something_else_is_not_already_applied(capsys, 
     assert code == 0 and head(checkout) == "main", err
 
 
-@pytest.mark.parametrize("damage", [lambda t: t[: len(t) // 2], lambda t: "[]", lambda t: '{"phase": 5}',
-                                    lambda t: "\udcff"])
+@pytest.mark.parametrize("damage", tiered(lambda t: t[: len(t) // 2], lambda t: "[]", lambda t: '{"phase": 5}',
+                                          lambda t: "\udcff"))
 def test_a_damaged_state_file_is_one_line(capsys, checkout, damage):
     """#11.4: a truncated .git/patchkit/<t>.json made apply and unapply exit 70 (JSONDecodeError)."""
     assert run(capsys, "apply", "--target", "rc25", "--src", str(checkout))[0] == 0
@@ -216,6 +217,7 @@ def _slow_git(tmp_path):
     return d
 
 
+@pytest.mark.slow  # two pr runs: make test-slow (.ci/run)
 def test_pr_rerun_does_not_discard_a_review_commit(capsys, checkout, tmp_path):
     """#11.12: re-running make pr after committing a review fix on pr/<t> discarded it silently."""
     from patchkit.delta import command as delta_cmd
@@ -339,9 +341,9 @@ def _trace(inj, argv) -> list[str]:
     return cmds
 
 
-@pytest.mark.parametrize("command, failing", [("apply", "cat-file"), ("apply", "symbolic-ref"),
-                                              ("unapply", "symbolic-ref"), ("unapply", "rev-parse --verify"),
-                                              ("unapply", "update-ref")])
+@pytest.mark.parametrize("command, failing", tiered(("apply", "symbolic-ref"), ("unapply", "update-ref"),
+                                                    ("apply", "cat-file"), ("unapply", "symbolic-ref"),
+                                                    ("unapply", "rev-parse --verify"), fast=2))
 def test_a_failing_git_call_is_never_ignored(checkout, tmp_path, command, failing):
     """#11.5: git exit codes were ignored: a failed symbolic-ref left HEAD detached after unapply,
     a failed read of waives.txt dropped the waiver commit (apply exit 0), a failed rev-parse in

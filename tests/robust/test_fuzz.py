@@ -31,6 +31,8 @@ from patchkit.waives.narrow import narrow
 from patchkit.waives.parse import parse_test_db
 from helpers import ROOT, copy_root, sh, state_of
 
+pytestmark = pytest.mark.slow  # fuzz: 500 mutants of each format: make test-slow (.ci/run)
+
 SEED = 20261130
 MUTANTS = 500
 SLOW = 5.0  # seconds: any single read slower than this counts as a hang

@@ -132,6 +132,7 @@ exec git-upload-pack "$@"
 '''
 
 
+@pytest.mark.slow  # make test keeps the stalled clone
 def test_a_stalled_fetch_is_detected_and_names_the_remote(capsys, tmp_path, monkeypatch, upstream):
     """#17.15: a fetch into a partial clone (another target's ref) that stalls midway waited for
     the whole deadline; now it names the remote that stalled."""

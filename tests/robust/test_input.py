@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from patchkit.cli import main
-from helpers import ROOT, copy_root, sh, state_of
+from helpers import ROOT, copy_root, sh, state_of, tiered
 
 
 def run(capsys, root, *argv):
@@ -33,7 +33,7 @@ def test_json_targets_serialises_the_yaml_dates_of_the_shipped_sets(capsys):
     assert dates and all(isinstance(d, str) and d[:4].isdigit() for d in dates)
 
 
-@pytest.mark.parametrize("old, new, message", [
+@pytest.mark.parametrize("old, new, message", tiered(
     ("status:            # DEP-3\n  forwarded: \"no\"  # the PR URL once it is opened\n  applied_upstream: null\n",
      "status: 5\n", "patchset.yaml: status: must be a mapping"),
     ("  regression:\n    - tests/unittest/_torch/executor/test_cross_kv_cache_layout.py\n",
@@ -49,7 +49,7 @@ def test_json_targets_serialises_the_yaml_dates_of_the_shipped_sets(capsys):
     ("      patched: {passed: 30}\n", "      patched: {passed: many}\n", "patched.passed: must be a whole number"),
     ("title: \"Size the cross-attention KV cache from the encoder's declared length\"", "title: [a, b]",
      "title: must be a non-empty string"),
-])
+))
 def test_wrong_types_in_patchset_yaml_are_one_line_exit_2(capsys, tmp_path, checkout, old, new, message):
     """#11.8/#11.9: wrong types ended in exit 70 or were misread (a string regression became characters)."""
     root = copy_root(tmp_path)
@@ -61,13 +61,13 @@ def test_wrong_types_in_patchset_yaml_are_one_line_exit_2(capsys, tmp_path, chec
     assert state_of(checkout) == before
 
 
-@pytest.mark.parametrize("text, message", [
+@pytest.mark.parametrize("text, message", tiered(
     ("waives_file: tests/integration/test_lists/waives.txt\nmust_run: tests/x.py\nreason: r\n", "must_run: must be a list"),
     ("waives_file: w\nmust_run: []\nreason: r\ntest_db: ../../x\n", "test_db: '../../x' must be a path inside"),
     ("waives_file: w\nmust_run: []\nreason: r\ntest_db: \"a\\nb\"\n", "test_db: must be one line"),
     ("waives_file: w\nmust_run: [1]\nreason: r\n", "must_run[0]: must be a non-empty string"),
     ("- a list\n", "must be a YAML mapping"),
-])
+))
 def test_wrong_types_in_waivers_yaml(capsys, tmp_path, checkout, text, message):
     root = copy_root(tmp_path)
     (root / "waivers" / "rc25.yaml").write_text(text)
@@ -76,10 +76,10 @@ def test_wrong_types_in_waivers_yaml(capsys, tmp_path, checkout, text, message):
     assert "waivers/rc25.yaml" in err and message in err
 
 
-@pytest.mark.parametrize("payload", ["a: " + "[" * 20000 + "]" * 20000 + "\n",
+@pytest.mark.parametrize("payload", tiered("a: " + "[" * 20000 + "]" * 20000 + "\n",
                                      "".join(" " * i + "k:\n" for i in range(3000)),
                                      "a: &a [x, x]\nb: &b [*a, *a]\nc: [*b, *b]\n",
-                                     "x" * (5 * 1024 * 1024)])
+                                     "x" * (5 * 1024 * 1024)))
 def test_deep_huge_or_aliased_yaml_is_refused(capsys, tmp_path, payload):
     """#11.10: YAML nested 20,000 levels deep ended in exit 70 (RecursionError)."""
     root = copy_root(tmp_path)
@@ -92,7 +92,7 @@ def _first_patch(root):
     return sorted((root / "patches" / "rc25").glob("0001-*.patch"))[0]
 
 
-@pytest.mark.parametrize("old, new, message", [
+@pytest.mark.parametrize("old, new, message", tiered(
     (b"From: Overlay Maintainers <overlay-maintainers@users.noreply.github.com>",
      b"From: undisclosed-recipients:;", "From: must be one 'Name <email>'"),
     (b"From: Overlay Maintainers", b"From: Overlay\x00Maintainers", "NUL byte"),
@@ -101,7 +101,7 @@ def _first_patch(root):
     (b"Date: Sun, 29 Nov 2026 12:00:00 +0000", b"Date: yesterday", "Date: 'yesterday' is not an RFC 2822 date"),
     (b"Date: Sun, 29 Nov 2026 12:00:00 +0000", b"Date: Sun, 29 Nov 99999 12:00:00 +0000", "is not an RFC 2822 date"),
     (b"Subject:", b"Subject: \xff\xfe", "not UTF-8"),
-])
+))
 def test_bad_patch_headers_are_one_line_exit_2(capsys, tmp_path, checkout, old, new, message):
     """#11.9/#11.10: undisclosed-recipients, a NUL byte, a bad Date: ended in exit 70."""
     root = copy_root(tmp_path)
@@ -116,7 +116,7 @@ def test_bad_patch_headers_are_one_line_exit_2(capsys, tmp_path, checkout, old, 
     assert state_of(checkout) == before
 
 
-@pytest.mark.parametrize("content, message", [
+@pytest.mark.parametrize("content, message", tiered(
     (b"{not json", "not valid JSON"),
     (b"[1, 2]", "must be a mapping"),
     (b"\xff\xfe{}", "not UTF-8"),
@@ -125,7 +125,7 @@ def test_bad_patch_headers_are_one_line_exit_2(capsys, tmp_path, checkout, old, 
      b' "unpatched": {"tests": []}, "patched": {}, "fail_to_pass": [], "pass_to_pass": [], "pass_to_fail": [],'
      b' "fail_to_fail": []}', "unpatched.tests: must be a mapping"),
     (b"[" * 100000, "too deeply nested"),
-])
+))
 def test_bad_reports_are_one_line_and_create_nothing(capsys, tmp_path, checkout, content, message):
     """#11.12: invalid JSON, a list, non-UTF-8 or missing keys ended in exit 70 and left pr/<t> created."""
     report = tmp_path / "report.json"
@@ -139,8 +139,8 @@ def test_bad_reports_are_one_line_and_create_nothing(capsys, tmp_path, checkout,
     assert state_of(checkout) == before and not out.exists()
 
 
-@pytest.mark.parametrize("signoff", ["Evil\nSigned-off-by: Evil <e@e.com>", "A <a@b.c>\nSigned-off-by: Evil <e@e.com>",
-                                     "A\x1b[2J <a@b.c>", "A <a@b.c> <b@c.d>", "<a@b.c>", "A <a b@c.d>"])
+@pytest.mark.parametrize("signoff", tiered("Evil\nSigned-off-by: Evil <e@e.com>", "A <a@b.c>\nSigned-off-by: Evil <e@e.com>",
+                                     "A\x1b[2J <a@b.c>", "A <a@b.c> <b@c.d>", "<a@b.c>", "A <a b@c.d>"))
 def test_signoff_must_be_one_honest_line(capsys, checkout, signoff):
     """#11.15: a newline in --signoff forged a Signed-off-by line on every commit."""
     sh("git", "-C", checkout, "checkout", "-q", "-b", "work")
@@ -154,8 +154,8 @@ def test_signoff_must_be_one_honest_line(capsys, checkout, signoff):
     assert state_of(checkout) == before
 
 
-@pytest.mark.parametrize("var, value", [("GIT_COMMITTER_NAME", "Evil\nSigned-off-by: Evil <e@e.com>"),
-                                        ("GIT_COMMITTER_EMAIL", "e@e.com>\nSigned-off-by: Evil <e@e.com")])
+@pytest.mark.parametrize("var, value", tiered(("GIT_COMMITTER_NAME", "Evil\nSigned-off-by: Evil <e@e.com>"),
+                                        ("GIT_COMMITTER_EMAIL", "e@e.com>\nSigned-off-by: Evil <e@e.com")))
 def test_committer_identity_from_the_environment_is_checked(capsys, checkout, monkeypatch, var, value):
     """#11.15: GIT_COMMITTER_* with a newline forged sign-offs; dco --fix rewrote and then failed."""
     monkeypatch.setenv(var, value)
@@ -207,6 +207,7 @@ def make_vars() -> dict[str, tuple[set[str], set[str]]]:
     return out
 
 
+@pytest.mark.slow  # a sweep of hostile make variables: make test-slow (.ci/run)
 def test_make_never_runs_a_variable_as_shell(tmp_path):
     """#11.14: `make dco BRANCH='x;touch /tmp/p'` ran the touch (and BRANCH=';rm -rf DIR' deleted a directory).
 

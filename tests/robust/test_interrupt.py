@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT
+from helpers import ROOT, tiered
 
 # Runs the entry point as `python -m patchkit` or the console script does, with the hook armed
 # once the code of patchkit/__main__.py starts. KICK_AT: the events (1-based) that send a SIGINT;
@@ -69,7 +69,7 @@ def points(total: int, k: int) -> list[int]:
     return sorted(set(range(1, min(total, 4) + 1)) | spread)
 
 
-@pytest.mark.parametrize("how", ["module", "script"])
+@pytest.mark.parametrize("how", tiered("module", "script"))
 def test_ctrl_c_at_any_point_of_start_up_and_run_is_interrupted_130(tmp_path, how):
     """One Ctrl-C at some points, two in a row at the others (every other point). The command
     reads every patch set and prints; a Ctrl-C during a git step is tests/test_git.py's."""

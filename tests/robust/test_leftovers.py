@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from patchkit import scratch
-from helpers import ROOT, copy_root
+from helpers import ROOT, copy_root, tiered
 
 # git on PATH that SIGKILLs patchkit the KILL_AT-th time KILL_ON (a git subcommand) is among its arguments (and
 # does not run that git), and
@@ -48,11 +48,11 @@ def leftovers() -> list[str]:
     return sorted(p.name for p in Path(tempfile.gettempdir()).iterdir() if p.name.startswith("patchkit-"))
 
 
-@pytest.mark.parametrize("argv, kill_on, at, kind", [
+@pytest.mark.parametrize("argv, kill_on, at, kind", tiered(
     (["apply", "--target", "rc25"], "read-tree", 1, "index"),
     (["export", "--target", "rc25"], "format-patch", 2, "export"),  # the first writes build/export
     (["delta", "--target", "rc25"], "read-tree", 2, "delta"),  # the first is the probe's, before the trees
-])
+))
 def test_a_killed_runs_temporary_folders_are_swept_by_the_next_command(checkout, tmp_path, argv, kill_on, at, kind):
     root = copy_root(tmp_path)  # export writes the set
     if argv[0] == "export":
