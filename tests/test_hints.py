@@ -172,6 +172,7 @@ def test_a_value_a_shell_or_argparse_would_misread_is_printed_so_the_hint_runs(n
     assert "needed a 3-way merge: 0001-" in again.stdout
 
 
+@pytest.mark.slow  # make test keeps the CLI's ANSI-C quoted value
 def test_a_make_variable_with_a_newline_comes_back_ansi_c_quoted_and_runs(upstream, tmp_path, shell_env):
     """#17.13 through make: TRTLLM_SRC with a newline in it is printed $'...'-quoted on one line."""
     _root, env = shell_env

@@ -145,6 +145,7 @@ def assert_runs_are_make_targets(text: str, root: Path) -> None:
     assert runs >= 5
 
 
+@pytest.mark.slow  # two more renders judged by both validators: make test-slow (.ci/run)
 def test_lint_and_radar_steps_come_with_their_make_targets_and_still_pass(tmp_path):
     """make lint and make radar land with their own issues: once the Makefile has them, verify
     runs make lint (its tools cached), a nightly radar job runs make radar, and the result

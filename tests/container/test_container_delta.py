@@ -15,7 +15,7 @@ from patchkit.container import build as cbuild
 from patchkit.delta import command
 from patchkit.git import Repo
 from cstore import in_store, needs_tools
-from helpers import ROOT, copy_root, sh, tiered
+from helpers import ROOT, copy_root, sh
 
 REGRESSION = "tests/unittest/_torch/executor/test_cross_kv_cache_layout.py"
 pytestmark = needs_tools
@@ -65,7 +65,8 @@ def built(python_base, storage, miniature_template, tmp_path_factory):
     return get
 
 
-@pytest.mark.parametrize("target", tiered("rc25", "main"))  # one image in make test (the other tests use rc25 too)
+@pytest.mark.slow  # two real images per target, both trees run in them: make test-slow (.ci/run)
+@pytest.mark.parametrize("target", ["rc25", "main"])
 def test_make_container_then_make_delta_in_the_images_then_pr(built, upstream, tmp_path, target):
     """The two commands in a row, with the same variables, measure the declared delta in the
     images; the neighbours, which source mode cannot run, pass before and after; the report
@@ -124,6 +125,7 @@ def test_labels_in_json_are_the_ones_the_image_carries(built, miniature_template
         sh("git", "-C", miniature_template, "rev-parse", "v1.3.0rc25^{commit}").stdout.strip()
 
 
+@pytest.mark.slow  # needs the patched image the slow tier builds: make test-slow (.ci/run)
 def test_delta_refuses_an_image_built_for_another_commit(built, upstream, tmp_path, capsys):
     base = built("rc25")
     sh("git", "-C", upstream, "commit", "-q", "--allow-empty", "-m", "rc25 re-tagged")

@@ -195,6 +195,7 @@ def test_a_tag_is_no_pr_base_so_rc25_points_at_the_main_set(checkout, tmp_path, 
     assert hint == f"patchkit --root {ROOT} pr --target main --src {checkout} --signoff '{SIGNOFF}' --fork jdoe", hint
 
 
+@pytest.mark.slow  # a failing lint always runs every hook: make test-slow; make test keeps test_lint's failing case
 def test_a_series_that_fails_upstreams_hooks_gets_no_pr(checkout, tmp_path):
     """The coding-guidelines box was ticked from a line in patchset.yaml; now only from a passing
     make lint of this series at this commit, and a failing one names the file and the hook."""

@@ -63,6 +63,7 @@ def test_check_points_at_radar_which_names_the_three_commits_in_order(history_te
     assert "(#20918)" in md and md.count("\n|") == 2 + 3  # header, rule, three rows
 
 
+@pytest.mark.slow  # radar in a cold one-commit clone, its fetches counted: make test-slow (.ci/run)
 def test_radar_in_the_one_commit_clone_fetches_no_blob_of_history(history_template, tmp_path, capsys):
     """TRTLLM_SRC missing: the one-commit clone, then only commits and trees of the range and
     the blobs of the set's files; an unrelated file's blobs never arrive."""
