@@ -138,6 +138,7 @@ def _drift_upstream(upstream: Path) -> None:
     commit_all(upstream, "Guard the head size division")
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_drift_is_reported_with_file_hunk_and_expected_lines(upstream, tmp_path, capsys):
     _drift_upstream(upstream)
     clone = tmp_path / "clone"
@@ -166,6 +167,7 @@ def test_drift_is_reported_with_file_hunk_and_expected_lines(upstream, tmp_path,
     assert state_of(clone) == before
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_threeway_merges_drift_and_names_the_patch(upstream, tmp_path):
     _drift_upstream(upstream)
     clone = tmp_path / "clone"

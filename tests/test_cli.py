@@ -1,6 +1,8 @@
 """The CLI as a user meets it: one line on stderr and a named exit code for bad input."""
 from __future__ import annotations
 
+import pytest
+
 from patchkit import patchset
 from patchkit.cli import main
 from helpers import ROOT, copy_root, sh, state_of
@@ -72,6 +74,7 @@ def test_json_output_of_apply(capsys, checkout):
     assert [(o["patch"]["file"].rsplit("/", 1)[-1], o["status"]) for o in data["outcomes"]] == [(n, "applied") for n in names]
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_check_changes_nothing_and_names_conflicts(capsys, upstream, tmp_path):
     from helpers import sh
     util = upstream / "tensorrt_llm/_torch/pyexecutor/_util.py"
@@ -117,6 +120,7 @@ def test_delta_refuses_a_report_it_cannot_write_before_measuring(capsys, tmp_pat
     assert state_of(checkout) == before and (tmp_path / "afile").read_text() == "x"
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_apply_that_fails_after_cloning_leaves_no_folders_it_made(capsys, tmp_path, upstream):
     """The clone goes on a failed apply, and so do the folders made for it (and the clone's lock file)."""
     util = upstream / "tensorrt_llm/_torch/pyexecutor/_util.py"

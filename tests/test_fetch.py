@@ -125,6 +125,7 @@ def _root_with_base(tmp_path: Path, target: str, base: str) -> Path:
     return root
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_threeway_fetches_the_recorded_base_as_one_commit(upstream_copy, tmp_path):
     """THREEWAY needs the drifted file's preimage: the set's recorded base, at depth 1."""
     old, new = _drift(upstream_copy)
@@ -152,6 +153,7 @@ def test_threeway_without_a_reachable_base_deepens_only_as_far_as_needed(upstrea
     assert len(commits) < int(git(upstream_copy, "rev-list", "--count", "main")) / 4
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_a_later_apply_on_the_same_clone_fetches_only_its_own_ref(generated, tmp_path):
     src = tmp_path / "trtllm"
     apply_mod.apply(patchset.load(ROOT, "main"), src=src, url=generated.as_uri())
@@ -181,6 +183,7 @@ def test_bench_reports_the_cold_apply_at_the_limit_and_the_old_clone_above_it(tm
     assert "limit: 1 commit, its trees, the set's blobs" in text and "steps of the cold apply now: cloning main" in text
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_delta_on_a_cold_clone_reads_only_the_sets_blobs(generated, tmp_path):
     """git archive in a partial clone fetches every blob of the tree, whatever the pathspec:
     the delta's trees must not (they are written from the set's blobs alone)."""

@@ -14,6 +14,7 @@ UTIL = "tensorrt_llm/_torch/pyexecutor/_util.py"
 LATIN1 = b"# caf\xe9: a Latin-1 byte, not UTF-8\n"
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_non_utf8_file_survives_a_threeway_merge(upstream, tmp_path):
     """Bytes, not text: a drifted file with a Latin-1 line merges 3-way and keeps the byte."""
     util = upstream / UTIL

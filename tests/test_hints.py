@@ -53,6 +53,7 @@ def _drift(upstream: Path, tmp_path: Path) -> Path:
     return clone
 
 
+@pytest.mark.slow  # make test keeps check-export's hint, run as printed through make
 @pytest.mark.parametrize("via", tiered("make", "cli"))  # one in make test, the other in make test-slow
 def test_drift_hint_turns_threeway_on_and_runs(via, upstream, tmp_path, shell_env):
     _root, env = shell_env
@@ -69,7 +70,7 @@ def test_drift_hint_turns_threeway_on_and_runs(via, upstream, tmp_path, shell_en
     assert "needed a 3-way merge: 0001-" in again.stdout
 
 
-@pytest.mark.parametrize("via", tiered("cli", "make"))  # one in make test, the other in make test-slow
+@pytest.mark.parametrize("via", tiered("make", "cli"))  # one in make test, the other in make test-slow
 def test_check_export_hint_keeps_the_users_checkout_and_runs(via, checkout, shell_env):
     root, env = shell_env
     sh("git", "-C", checkout, "checkout", "-q", "-b", "mine")
@@ -86,6 +87,7 @@ def test_check_export_hint_keeps_the_users_checkout_and_runs(via, checkout, shel
     assert "reworded" in sorted((root / "patches" / "main").glob("0*.patch"))[-1].read_text()  # the last commit
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 @pytest.mark.parametrize("via", tiered("cli", "make"))  # one in make test, the other in make test-slow
 def test_pr_without_a_report_says_to_run_delta_with_the_users_report(via, checkout, tmp_path, shell_env):
     _root, env = shell_env
@@ -135,6 +137,7 @@ def test_dco_hint_adds_fix_and_keeps_a_quoted_signoff(via, checkout, shell_env):
     assert f"Signed-off-by: {SIGNOFF}" in sh("git", "-C", checkout, "log", "-1", "--format=%B", "work").stdout
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 @pytest.mark.parametrize("via", tiered("cli", "make"))  # one in make test, the other in make test-slow
 def test_a_branch_apply_did_not_make_is_moved_aside_as_the_hint_says(via, checkout, shell_env):
     """The hint was `run: patchkit unapply ...`, which refuses such a branch (exit 4)."""
@@ -152,6 +155,7 @@ def test_a_branch_apply_did_not_make_is_moved_aside_as_the_hint_says(via, checko
     assert sh("git", "-C", checkout, "rev-parse", "-q", "--verify", "overlay/main-mine", check=False).returncode == 0
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 @pytest.mark.parametrize("name, spelled", tiered(("x y\t'", "--src=$'x y\\t\\''"), ("-d", "--src=-d"), ("h\nb", "--src=$'h\\nb'")))
 def test_a_value_a_shell_or_argparse_would_misread_is_printed_so_the_hint_runs(name, spelled, upstream, tmp_path,
                                                                                  shell_env):

@@ -54,6 +54,7 @@ def test_filler_too_short_to_be_code_is_refused():
         miniature.filler(3)
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 @pytest.mark.parametrize("target", tiered("main", "rc25"))
 def test_apply_delta_export_round_trip(checkout, tmp_path, target):
     """Each target: apply, the declared delta measured, export byte-identical to the set."""

@@ -62,6 +62,7 @@ def test_json_output_never_contains_progress(upstream, tmp_path):
     assert json.loads(out)["target"] == "main"  # ...and stdout is JSON and nothing else
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_quiet_silences_progress_in_a_pipe_and_on_a_terminal(upstream, tmp_path):
     code, out, err = run_cli(apply_args(upstream, tmp_path / "a", "--quiet"), stderr_tty=False)
     assert code == 0, err

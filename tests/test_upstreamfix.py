@@ -77,6 +77,7 @@ def test_check_reports_fixed_upstream_with_counts_and_what_to_do(fixed_clone, ca
     assert state_of(fixed_clone) == before
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 @pytest.mark.parametrize("threeway", tiered(False, True))
 def test_apply_refuses_to_stack_our_fix_on_upstreams(fixed_clone, capsys, threeway):
     before = state_of(fixed_clone)
@@ -90,6 +91,7 @@ def test_apply_refuses_to_stack_our_fix_on_upstreams(fixed_clone, capsys, threew
     assert "overlay/main" not in sh("git", "-C", fixed_clone, "branch", "--list").stdout
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_delta_gives_its_own_verdict_and_exits_0(fixed_clone, tmp_path, capsys):
     report = tmp_path / "delta.json"
     code = main(["--root", str(ROOT), "delta", "--target", "main", "--src", str(fixed_clone),

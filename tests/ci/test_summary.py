@@ -118,6 +118,7 @@ def test_github_step_summary_gets_the_table(reports, tmp_path, monkeypatch):
         assert (reports / f"reports-radar-{target}" / f"{target}.md").read_text() in text
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_a_report_for_another_upstream_commit_is_its_own_row_and_flagged(reports, upstream, tmp_path, capsys):
     """main moved by one commit between two runs: the two reports are never one row."""
     mixed = tmp_path / "mixed"

@@ -70,6 +70,7 @@ def test_patched_image_has_the_fix_and_nothing_else_changed(bases, miniature_tem
     assert res.image == f"localhost/patchkit/test-release:1.3.0rc25-{ps.content_hash[:12]}"
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_same_inputs_give_the_same_tag(bases, miniature_template, tmp_path):
     good, _ = bases
     _, first = build(tmp_path / "a", good, upstream=miniature_template)
@@ -213,6 +214,7 @@ def test_push_before_build_says_how_to_build(tmp_path, capsys):
         f"run: patchkit --root {ROOT} container --target rc25 --base localhost/never-built:1 --builder buildah\n")
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_delta_in_an_image_without_python_is_invalid_and_says_why(bases, miniature_template, tmp_path, capsys):
     good, _ = bases  # busybox and the package: no Python
     build(tmp_path, good, upstream=miniature_template)

@@ -142,6 +142,7 @@ def test_delta_refuses_an_image_built_for_another_commit(built, upstream, tmp_pa
     assert not (tmp_path / "r.json").exists()
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_delta_without_the_patched_image_says_how_to_build_it(python_release, miniature_template, tmp_path, capsys):
     ps = patchset.load(ROOT, "main")  # nobody built main's image from this base
     code = main(["--root", str(ROOT), "delta", "--target", "main", "--src", str(miniature_template), "--mode",

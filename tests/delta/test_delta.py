@@ -42,6 +42,7 @@ def test_declared_delta_is_measured_on_the_miniature(miniature_template, tmp_pat
         assert "<testsuite" in Path(res.junit[name]).read_text()
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_main_lists_the_container_only_neighbour_as_not_run(miniature_template, tmp_path):
     res = run_delta(miniature_template, "main", tmp_path)
     assert res.ok
@@ -57,6 +58,7 @@ def _edit_expected(root: Path, target: str, edit) -> None:
     meta.write_text(yaml.safe_dump(data, sort_keys=False))
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_a_changed_expectation_fails_naming_the_tests(miniature_template, tmp_path, capsys):
     root = copy_root(tmp_path)
     _edit_expected(root, "rc25", lambda d: d["expected"]["source"][REGRESSION].update(unpatched={"passed": 8, "failed": 22}))
@@ -82,6 +84,7 @@ def _add_neighbour(upstream: Path, root: Path, body: str, expected: dict | None 
     _edit_expected(root, "rc25", edit)
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_pass_to_fail_in_a_neighbour_fails_the_delta(upstream, tmp_path):
     root = copy_root(tmp_path)
     _add_neighbour(upstream, root,
@@ -98,6 +101,7 @@ def test_pass_to_fail_in_a_neighbour_fails_the_delta(upstream, tmp_path):
     assert not res.ok and f"pass->fail: {NEIGHBOUR}::test_old_behaviour_max_input_len_wins" in res.mismatches
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_collection_error_is_its_own_category_and_fails_when_named(upstream, tmp_path):
     root = copy_root(tmp_path)
     _add_neighbour(upstream, root, "def broken(:\n", expected={"patched": {"passed": 1}})
@@ -107,6 +111,7 @@ def test_collection_error_is_its_own_category_and_fails_when_named(upstream, tmp
     assert not res.ok
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_skipped_test_never_counts_as_passing(upstream, tmp_path):
     root = copy_root(tmp_path)
     _add_neighbour(upstream, root, "import pytest\n\ndef test_later():\n    pytest.skip('not today')\n",
@@ -117,6 +122,7 @@ def test_skipped_test_never_counts_as_passing(upstream, tmp_path):
     assert not res.ok and any("skipped 1 (expected 0)" in m for m in res.mismatches)
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_run_whose_collection_failed_is_invalid(upstream, tmp_path):
     root = copy_root(tmp_path)
     _edit_expected(root, "rc25", lambda d: d["tests"].update(regression=[NEIGHBOUR]))
@@ -192,6 +198,7 @@ def test_container_mode_without_a_builder_says_so(miniature_template, tmp_path, 
     assert not (tmp_path / "r.json").exists()
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_declared_test_missing_at_the_ref_is_named(upstream, tmp_path):
     root = copy_root(tmp_path)
     _edit_expected(root, "rc25", lambda d: d["tests"].update(neighbours=["tests/unittest/test_gone.py"]))

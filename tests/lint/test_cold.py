@@ -66,6 +66,7 @@ def test_a_local_hooks_script_and_the_file_it_reads_are_fetched_alone_and_the_ho
     assert len(fetched) < len(sh("git", "-C", upstream, "ls-tree", "-r", tip).stdout.splitlines()) / 5
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_the_hook_fails_a_source_file_without_a_header_unless_the_baseline_has_it(upstream, tmp_path, lint_cache,
                                                                                    capsys):
     """The hook really runs the script on our files (and the script reads its baseline): a
@@ -82,6 +83,7 @@ def test_the_hook_fails_a_source_file_without_a_header_unless_the_baseline_has_i
     assert any(ln.startswith(util) and HOOK in ln and "no copyright header" in ln for ln in out.splitlines()), out
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_a_script_the_remote_cannot_send_is_named_not_run_never_passed(upstream, tmp_path, lint_cache, capsys):
     tip = sh("git", "-C", upstream, "rev-parse", "main").stdout.strip()
     (blob,) = blobs_at(upstream, tip, [SCRIPT])

@@ -33,6 +33,7 @@ def _lint(root, src, cache, report, *extra):
                  "--report", str(report), *extra])
 
 
+@pytest.mark.slow  # FIX=1 rewrites the series and the delta runs again: make test-slow (.ci/run); make test lints in test_cold and the PR goldens
 def test_a_misformatted_test_patch_fails_ruff_format_and_fix_mends_it(miniature_template, tmp_path, lint_cache,
                                                                       capsys):
     """The test file in yapf's style failed upstream's ruff-format hook, and nothing told us."""

@@ -50,6 +50,7 @@ def refused(checkout: Path, tmp_path: Path, target: str = "main", root: Path = R
     return exc.value.message
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_a_checkout_without_a_template_gets_the_builtin_one_and_is_told(upstream, checkout, tmp_path):
     upstream_commit(upstream, checkout, {TEMPLATE: None}, "Drop the PR template")
     res = make_pr(checkout, "main", tmp_path, measured(checkout, "main", tmp_path), signoff=SIGNOFF)
@@ -59,6 +60,7 @@ def test_a_checkout_without_a_template_gets_the_builtin_one_and_is_told(upstream
     assert template.builtin().count("- [ ]") == res.body.count("- [x]") + res.body.count("- [ ] ~~")
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_a_new_item_nobody_answers_refuses_and_a_declared_answer_settles_it(upstream, checkout, tmp_path):
     item = "The release notes list every change to a public API."
     upstream_commit(upstream, checkout, {TEMPLATE: template_with(upstream, "- [ ] Please check", f"- [ ] {item}\n- [ ] Please check")},
@@ -78,6 +80,7 @@ def test_a_new_item_nobody_answers_refuses_and_a_declared_answer_settles_it(upst
     assert (tmp_path / "out" / "body.md").read_text() == res.body
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_docs_that_describe_the_changed_behaviour_must_be_updated(upstream, checkout, tmp_path):
     """The set's docs phrases found under docs/ at the ref: the documentation item is open."""
     guide = "docs/source/features/encoder-decoder.md"
@@ -87,6 +90,7 @@ def test_docs_that_describe_the_changed_behaviour_must_be_updated(upstream, chec
     assert f"{guide} at main describes the changed behaviour and the series does not update it: add that update to the series" in message
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_existing_tests_are_ticked_only_from_a_container_mode_report(upstream, checkout, tmp_path):
     item = "Existing tests around the change pass with it."
     upstream_commit(upstream, checkout, {TEMPLATE: template_with(upstream, "- [ ] Please check", f"- [ ] {item}\n- [ ] Please check")},
@@ -139,6 +143,7 @@ def test_a_declaration_never_overrides_a_measured_no():
     assert a.state == checklist.OPEN and a.by == "measured"
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_the_cli_refuses_with_one_line_and_exit_1(upstream, checkout, tmp_path, capsys):
     from patchkit.cli import main
     upstream_commit(upstream, checkout, {"docs/guide.md": "Cross-KV pool capacity: set max_input_len.\n"}, "Add a guide")
@@ -153,6 +158,7 @@ def test_the_cli_refuses_with_one_line_and_exit_1(upstream, checkout, tmp_path, 
     assert not out.exists()
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_a_supported_models_footnote_that_requires_max_input_len_keeps_the_docs_item_open(upstream, checkout,
                                                                                          tmp_path, capsys):
     """Upstream's Whisper PR #16141 documented `max_input_len >= 1500` in supported-models.md as

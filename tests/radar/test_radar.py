@@ -78,6 +78,7 @@ def test_radar_in_the_one_commit_clone_fetches_no_blob_of_history(history_templa
     assert sh("git", "-C", src, "status", "--porcelain").stdout == ""
 
 
+@pytest.mark.slow  # a grown history, radar run cold: make test-slow (.ci/run); make test runs radar in the summary's golden table
 @pytest.mark.parametrize("since, until, where", tiered(
     ("(#20918)^", "(#20918)", "the only candidate"),
     ("(#20918)^", "main", "the first of several"),
@@ -103,6 +104,7 @@ def test_the_fix_at_the_edges_of_the_range(history_template, tmp_path, capsys, s
     assert res["tests"]["probes"] <= (math.ceil(math.log2(len(cands))) + 2 if len(cands) > 1 else 2)
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_no_fix_in_range_means_refresh_with_threeway(history_template, tmp_path, capsys, monkeypatch):
     """UNTIL before the fix: the patch needs 3-way; the hint runs make apply with THREEWAY=1."""
     clone = tmp_path / "trtllm"
@@ -148,6 +150,7 @@ def test_bisection_reports_a_fix_that_upstream_undid():
     assert found.changes[0].after < 4 <= found.changes[0].at and found.changes[1].after < 9 <= found.changes[1].at
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_apply_on_a_conflict_points_at_radar_with_the_users_values(history_template, tmp_path, capsys):
     """make apply stops at the fixed-upstream conflict; the way on is make radar, with the same checkout."""
     clone = tmp_path / "trtllm"

@@ -188,6 +188,7 @@ def test_a_run_that_waited_on_a_removed_lock_file_takes_the_lock_at_its_path(tmp
     t.join()
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_a_clone_killed_midway_leaves_no_checkout(tmp_path, upstream):
     """#11.7 for real: SIGKILL while git clone runs; the next apply clones afresh."""
     src = tmp_path / "trtllm"
@@ -241,6 +242,7 @@ def test_pr_rerun_does_not_discard_a_review_commit(capsys, checkout, tmp_path):
     assert state_of(checkout) == before
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_two_concurrent_applies_one_waits_then_refuses_naming_the_holder(capsys, checkout, monkeypatch):
     """#11.16: two concurrent applies on one checkout corrupted each other."""
     monkeypatch.setenv("PATCHKIT_LOCK_WAIT", "0.3")
@@ -268,6 +270,7 @@ def test_two_concurrent_applies_one_waits_then_refuses_naming_the_holder(capsys,
     assert run(capsys, "apply", "--target", "main", "--src", str(checkout))[0] == 0
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_two_real_applies_at_once_end_applied_once(checkout):
     """Two processes, no mocks: one applies, the other waits and finds it applied."""
     cmd = [sys.executable, "-m", "patchkit", "--root", str(ROOT), "apply", "--target", "rc25", "--src", str(checkout)]
@@ -279,6 +282,7 @@ def test_two_real_applies_at_once_end_applied_once(checkout):
     assert head(checkout) == "overlay/rc25"
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_a_clone_that_never_answers_times_out(capsys, tmp_path, monkeypatch):
     """#11.16: --url fd::17 hung, because clone had no timeout (NEVER_ANSWERS is such a URL)."""
     monkeypatch.setenv("PATCHKIT_NETWORK_TIMEOUT", "2")
@@ -312,6 +316,7 @@ def test_delta_refuses_an_absolute_symlink_on_a_touched_path(capsys, checkout, t
     assert "is a symlink" in err and state_of(checkout) == before
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_delta_with_a_test_patch_not_marked_tests_only_is_not_an_internal_error(capsys, checkout, tmp_path):
     """#11.11: a test file added by a patch without tests_only ended in exit 70; now the delta
     runs and reports what it measured (the unpatched tree has no such test: a mismatch)."""
@@ -343,7 +348,7 @@ def _trace(inj, argv) -> list[str]:
 
 @pytest.mark.parametrize("command, failing", tiered(("apply", "symbolic-ref"), ("unapply", "update-ref"),
                                                     ("apply", "cat-file"), ("unapply", "symbolic-ref"),
-                                                    ("unapply", "rev-parse --verify"), fast=2))
+                                                    ("unapply", "rev-parse --verify")))
 def test_a_failing_git_call_is_never_ignored(checkout, tmp_path, command, failing):
     """#11.5: git exit codes were ignored: a failed symbolic-ref left HEAD detached after unapply,
     a failed read of waives.txt dropped the waiver commit (apply exit 0), a failed rev-parse in

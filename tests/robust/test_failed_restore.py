@@ -11,6 +11,8 @@ import re
 import shutil
 import shlex
 
+import pytest
+
 from helpers import ROOT, sh, state_of
 from robust.faults import Injector
 
@@ -19,6 +21,7 @@ def same(a: dict, b: dict) -> bool:
     return {k: v for k, v in a.items() if k != "index"} == {k: v for k, v in b.items() if k != "index"}
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_a_failed_rollback_is_one_line_with_the_cause_and_the_commands_that_finish_it(tmp_path, checkout):
     inj = Injector(tmp_path)
     template = tmp_path / "template"

@@ -110,6 +110,7 @@ def _allow(monkeypatch, tmp_path: Path, *protocols: str) -> None:
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(cfg))
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_a_stalled_clone_is_detected_and_names_the_remote(capsys, tmp_path, monkeypatch):
     """#17.15: a clone from a remote that stops sending waited for the whole deadline
     (PATCHKIT_NETWORK_TIMEOUT, 30 minutes by default); now no data for PATCHKIT_STALL_TIMEOUT

@@ -31,6 +31,9 @@ import pytest
 from patchkit.cli import main
 from helpers import ROOT, copy_root, sh, state_of
 
+# Every command run twice under hostile config and hooks: make test-slow (.ci/run).
+pytestmark = pytest.mark.slow
+
 SIGNOFF = "Jane Developer <jane.developer@example.com>"
 FORGED = "Forged <forged@example.invalid>"
 REVIEWED = "Reviewed-by: Rita Reviewer <rita@example.com>"

@@ -74,6 +74,7 @@ def test_a_live_runs_folder_is_not_swept(tmp_path):
     assert leftovers() == []
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_a_clone_leaves_no_lock_file_beside_the_checkout(upstream, tmp_path):
     place = tmp_path / "build"
     place.mkdir()
