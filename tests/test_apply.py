@@ -8,7 +8,7 @@ import pytest
 
 from patchkit import apply as apply_mod, patchset, series
 from patchkit.errors import BadInput, Conflict, NotFound
-from helpers import ROOT, copy_root, sh, state_of
+from helpers import ROOT, copy_root, sh, state_of, tiered
 
 UTIL = "tensorrt_llm/_torch/pyexecutor/_util.py"
 TEST = "tests/unittest/_torch/executor/test_cross_kv_cache_layout.py"
@@ -24,7 +24,7 @@ def commit_all(repo: Path, message: str) -> None:
     sh("git", "-C", repo, "commit", "-q", "-m", message)
 
 
-@pytest.mark.parametrize("target", ["rc25", "main"])
+@pytest.mark.parametrize("target", tiered("rc25", "main"))
 def test_apply_puts_the_series_on_the_target_branch(checkout, target):
     ps = load(target)
     res = apply_mod.apply(ps, src=checkout)
@@ -95,6 +95,7 @@ def test_failing_third_patch_leaves_checkout_byte_identical(checkout, tmp_path):
     assert state_of(checkout) == before
 
 
+@pytest.mark.slow  # make test keeps the rollback of a failing third patch
 def test_failure_after_the_branch_moved_is_rolled_back(checkout, monkeypatch):
     """A failure inside the transaction (here: the final checkout) restores refs and HEAD."""
     before = state_of(checkout)
@@ -231,6 +232,7 @@ def test_existing_foreign_branch_is_not_overwritten(checkout):
     assert state_of(checkout) == before
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_missing_waives_file_is_reported_not_invented(upstream, tmp_path):
     sh("git", "-C", upstream, "rm", "-q", WAIVES)
     sh("git", "-C", upstream, "commit", "-qm", "No waivers")
@@ -241,6 +243,7 @@ def test_missing_waives_file_is_reported_not_invented(upstream, tmp_path):
     assert not (clone / WAIVES).exists()
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_rollback_finds_the_new_branch_by_name_when_git_cannot_list_refs(checkout, monkeypatch):
     """#17 item 8: when git could not list the refs during the rollback (for-each-ref failing
     on a broken ref store), the branch apply had just made stayed behind. The rollback now

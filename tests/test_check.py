@@ -5,6 +5,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from patchkit import check as check_mod, patchset
 from patchkit.cli import main
 from helpers import ROOT, sh, state_of
@@ -43,6 +45,7 @@ def rows_of(out: str) -> dict[str, tuple[str, list[str]]]:
     return {t: (verdicts[t], statuses[t]) for t in verdicts}
 
 
+@pytest.mark.slow  # make test keeps check's conflict case
 def test_hunk_at_an_offset_is_reported_with_line_and_distance(upstream, tmp_path, capsys):
     """Upstream removed 1,200 lines above the method: the hunk still applies, and check says where."""
     util = upstream / UTIL

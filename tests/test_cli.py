@@ -34,6 +34,7 @@ def test_unreachable_url(capsys, tmp_path):
 
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_clone_into_folders_that_do_not_exist_yet(capsys, tmp_path, upstream):
     """A fresh clone of this project has no build/: `make apply TRTLLM=main` (TRTLLM_SRC=
     build/trtllm-main) was refused with 'build does not exist'. Missing folders are made."""

@@ -55,6 +55,7 @@ def test_progress_on_a_terminal_says_each_step_and_shows_gits_own(upstream, tmp_
     assert "patchkit:" not in out
 
 
+@pytest.mark.slow  # make test keeps progress on a terminal
 def test_json_output_never_contains_progress(upstream, tmp_path):
     code, out, err = run_cli(apply_args(upstream, tmp_path, "--json"), stderr_tty=True)
     assert code == 0, err

@@ -95,6 +95,7 @@ def test_refuses_without_a_report(checkout, tmp_path):
     assert exc.value.hint == Hint.run("delta")
 
 
+@pytest.mark.slow  # make test keeps the refusal without a report
 def test_refuses_a_report_for_another_upstream_commit(checkout, tmp_path):
     report = measured(checkout, "main", tmp_path)
     data = json.loads(report.read_text())
@@ -105,6 +106,7 @@ def test_refuses_a_report_for_another_upstream_commit(checkout, tmp_path):
     assert exc.value.hint == Hint.run("delta")
 
 
+@pytest.mark.slow  # make test keeps the refusal without a report
 def test_refuses_a_report_that_did_not_match(checkout, tmp_path):
     report = measured(checkout, "main", tmp_path)
     data = json.loads(report.read_text())
@@ -125,6 +127,7 @@ def test_refuses_without_an_identity(checkout, tmp_path, monkeypatch):
     assert Repo(checkout).rev_parse("refs/heads/pr/main") is None
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_identity_from_git_config_is_used(checkout, tmp_path):
     res = make_pr(checkout, "main", tmp_path, measured(checkout, "main", tmp_path))
     assert all(m.rstrip().endswith("Signed-off-by: Test User <test@example.com>") for m in res.messages)
@@ -141,6 +144,7 @@ def test_bad_titles_are_errors(text):
         title_mod.check(text)
 
 
+@pytest.mark.slow  # make test keeps the title checks on their own
 def test_bad_title_from_metadata_stops_pr(checkout, tmp_path):
     root = copy_root(tmp_path)
     meta = root / "patches" / "main" / "patchset.yaml"
@@ -184,6 +188,7 @@ def test_pr_ends_with_the_commands_that_open_it_from_the_users_fork(checkout, tm
     assert res.open_with[1] == gh.format("jane-dev") and not res.hints
 
 
+@pytest.mark.slow  # a second pr run: make test-slow (.ci/run); make test keeps main's golden PR
 def test_a_tag_is_no_pr_base_so_rc25_points_at_the_main_set(checkout, tmp_path, capsys):
     """rc25's ref is a tag, which GitHub does not take as a PR's base: no gh line, and the way on
     is the main set's PR (upstream's CONTRIBUTING.md: PRs target main)."""

@@ -93,6 +93,7 @@ def test_apply_after_checking_out_something_else_is_not_already_applied(capsys, 
     assert code == 0 and head(checkout) == "main", err
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 @pytest.mark.parametrize("damage", tiered(lambda t: t[: len(t) // 2], lambda t: "[]", lambda t: '{"phase": 5}',
                                           lambda t: "\udcff"))
 def test_a_damaged_state_file_is_one_line(capsys, checkout, damage):

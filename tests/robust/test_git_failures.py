@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from patchkit.cli import main
-from helpers import NEVER_ANSWERS, ROOT, sh, state_of
+from helpers import NEVER_ANSWERS, ROOT, sh, state_of, tiered
 
 
 def run(capsys, *argv):
@@ -19,8 +19,8 @@ def run(capsys, *argv):
     return code, out, err
 
 
-@pytest.mark.parametrize("argv", [["check"], ["apply", "--target", "rc25"], ["unapply", "--target", "rc25"],
-                                  ["export", "--target", "rc25"], ["dco", "--branch", "main"]])
+@pytest.mark.parametrize("argv", tiered(["check"], ["apply", "--target", "rc25"], ["unapply", "--target", "rc25"],
+                                  ["export", "--target", "rc25"], ["dco", "--branch", "main"]))
 def test_a_git_that_dies_on_its_config_is_git_failing_not_a_missing_checkout(capsys, checkout, argv):
     """#17.10: with core.whitespace naming both indent-with-non-tab and tab-in-indent, git
     dies at start-up; every command said "<src> is not a git checkout" (exit 4) and dropped

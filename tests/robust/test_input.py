@@ -176,13 +176,13 @@ def test_identity_from_git_config_is_checked(capsys, checkout):
     assert state_of(checkout) == before
 
 
-@pytest.mark.parametrize("argv, code_want", [
+@pytest.mark.parametrize("argv, code_want", tiered(
     (["dco", "--branch", "main", "--base", "a b"], 4),
     (["dco", "--branch=--orphan=pwn"], 4),
     (["dco", "--branch", "main", "--base=--all"], 4),
     (["apply", "--target", "x" * 10000], 2),
     (["unapply", "--target", "a/../../b"], 2),
-])
+))
 def test_odd_arguments_are_refused_in_one_line(capsys, checkout, argv, code_want):
     """#11.16: dco --base 'a b' and a 10,000-character target ended in exit 70."""
     before = state_of(checkout)

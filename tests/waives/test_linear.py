@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import sys
 
+import pytest
+
 from patchkit.waives.match import Matcher
 from patchkit.waives.narrow import narrow
 from patchkit.waives.parse import parse_test_db, parse_waives, split_name
@@ -69,6 +71,7 @@ def test_parsing_and_matching_are_linear():
     assert growth(step) < 2.4
 
 
+@pytest.mark.slow  # a bench's own test: make test-slow (.ci/run)
 def test_the_waiver_bench_runs_the_real_step_on_a_grown_upstream(tmp_path):
     """make bench's waiver figure comes from the apply code path on a file of the size asked for."""
     from patchkit.bench.report import waiver_bench as render_waiver_bench
