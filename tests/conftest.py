@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, build_once, sh  # noqa: F401
+from helpers import LINT_CACHE, ROOT, build_once, sh  # noqa: F401
 
 FIXED_DATE = "2026-11-29T12:00:00+00:00"
 # The variables the Makefile exports: under `make test` they reach the tests' environment,
@@ -45,7 +45,7 @@ def hermetic(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("GIT_COMMITTER_DATE", FIXED_DATE)
     # make lint's hook environments and verdicts: one warm cache for every test (and for the
     # commands they run in subprocesses), as a user keeps theirs between runs.
-    monkeypatch.setenv("PATCHKIT_LINT_CACHE", str(ROOT / "build" / "lint" / "cache"))
+    monkeypatch.setenv("PATCHKIT_LINT_CACHE", str(LINT_CACHE))
     monkeypatch.setenv("LANG", "C")
     monkeypatch.setenv("TZ", "UTC")
     # Whatever patchkit or a tool puts in $TMPDIR (temporary indexes, crash logs) lands in the

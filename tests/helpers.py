@@ -11,6 +11,20 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# make lint's hook environments and verdicts: one warm cache for every test (and the commands
+# they run), as a user keeps theirs between runs; .ci/run warms it.
+LINT_CACHE = ROOT / "build" / "lint" / "cache"
+
+
+def _hook_tools_skip():
+    from patchkit.lint.command import wheelhouse
+    house = wheelhouse()
+    return house, pytest.mark.skipif(not (house / ".fetched").exists(),
+                                     reason=f"no wheelhouse at {house}: make setup fetches the hook tools")
+
+
+# The pinned hook tools' wheels (make setup fetches them), and the mark of a test that needs them.
+WHEELHOUSE, needs_hook_tools = _hook_tools_skip()
 
 # A git URL that never sends a byte (git's ext transport, allowed by the test's own config),
 # and that still ends on its own: `fd::17` hangs git forever on its own pipe, so a suite killed
@@ -93,5 +107,5 @@ def lint_of(checkout, target: str, root=ROOT) -> dict:
     from patchkit.lint import command as lint_cmd
     report = Path(checkout).parent / f"lint-{target}.json"
     res = lint_cmd.lint(patchset.load(root, target), repo=Repo(checkout), report=report,
-                        cache=ROOT / "build" / "lint" / "cache")
+                        cache=LINT_CACHE)
     return lint_cmd.as_dict(res)

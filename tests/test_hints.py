@@ -54,7 +54,7 @@ def _drift(upstream: Path, tmp_path: Path) -> Path:
 
 
 @pytest.mark.slow  # make test keeps check-export's hint, run as printed through make
-@pytest.mark.parametrize("via", tiered("make", "cli"))  # one in make test, the other in make test-slow
+@pytest.mark.parametrize("via", ["make", "cli"])
 def test_drift_hint_turns_threeway_on_and_runs(via, upstream, tmp_path, shell_env):
     _root, env = shell_env
     clone = _drift(upstream, tmp_path)
@@ -88,7 +88,7 @@ def test_check_export_hint_keeps_the_users_checkout_and_runs(via, checkout, shel
 
 
 @pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
-@pytest.mark.parametrize("via", tiered("cli", "make"))  # one in make test, the other in make test-slow
+@pytest.mark.parametrize("via", ["cli", "make"])
 def test_pr_without_a_report_says_to_run_delta_with_the_users_report(via, checkout, tmp_path, shell_env):
     _root, env = shell_env
     report = tmp_path / "reports" / "rc25.json"
@@ -118,7 +118,7 @@ def test_a_wrong_setting_is_named_as_the_user_set_it(tmp_path, shell_env):
         f"patchkit: error: {dest} already exists and is not empty; choose another --dest"]
 
 
-@pytest.mark.parametrize("via", tiered("make", "cli"))  # one in make test, the other in make test-slow
+@pytest.mark.parametrize("via", tiered("cli", "make"))  # one in make test, the other in make test-slow
 def test_dco_hint_adds_fix_and_keeps_a_quoted_signoff(via, checkout, shell_env):
     """A value with spaces and angle brackets (SIGNOFF) comes back quoted, so the hint still runs."""
     _root, env = shell_env
@@ -138,7 +138,7 @@ def test_dco_hint_adds_fix_and_keeps_a_quoted_signoff(via, checkout, shell_env):
 
 
 @pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
-@pytest.mark.parametrize("via", tiered("cli", "make"))  # one in make test, the other in make test-slow
+@pytest.mark.parametrize("via", ["cli", "make"])
 def test_a_branch_apply_did_not_make_is_moved_aside_as_the_hint_says(via, checkout, shell_env):
     """The hint was `run: patchkit unapply ...`, which refuses such a branch (exit 4)."""
     _root, env = shell_env
@@ -156,7 +156,7 @@ def test_a_branch_apply_did_not_make_is_moved_aside_as_the_hint_says(via, checko
 
 
 @pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
-@pytest.mark.parametrize("name, spelled", tiered(("x y\t'", "--src=$'x y\\t\\''"), ("-d", "--src=-d"), ("h\nb", "--src=$'h\\nb'")))
+@pytest.mark.parametrize("name, spelled", [("x y\t'", "--src=$'x y\\t\\''"), ("-d", "--src=-d"), ("h\nb", "--src=$'h\\nb'")])
 def test_a_value_a_shell_or_argparse_would_misread_is_printed_so_the_hint_runs(name, spelled, upstream, tmp_path,
                                                                                  shell_env):
     """#17.13: `--src=-d` came back as `--src -d` (argparse: expected one argument, exit 2), and a

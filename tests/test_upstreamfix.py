@@ -13,7 +13,7 @@ from patchkit import miniature, patchset, series
 from patchkit.cli import main
 from patchkit.delta import upstreamfix
 from patchkit.git import Repo
-from helpers import ROOT, build_once, sh, state_of, tiered
+from helpers import ROOT, build_once, sh, state_of
 
 UTIL = "tensorrt_llm/_torch/pyexecutor/_util.py"
 
@@ -78,7 +78,7 @@ def test_check_reports_fixed_upstream_with_counts_and_what_to_do(fixed_clone, ca
 
 
 @pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
-@pytest.mark.parametrize("threeway", tiered(False, True))
+@pytest.mark.parametrize("threeway", [False, True])
 def test_apply_refuses_to_stack_our_fix_on_upstreams(fixed_clone, capsys, threeway):
     before = state_of(fixed_clone)
     code = main(["--root", str(ROOT), "apply", "--target", "main", "--src", str(fixed_clone)]

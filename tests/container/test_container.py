@@ -3,7 +3,6 @@ no daemon), inspected with skopeo and umoci, pushed to a docker-registry on 127.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import socket
 import subprocess

@@ -9,29 +9,21 @@ cannot send makes its hook "not run", named with git's reason, never passed.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, sh
+from helpers import ROOT, WHEELHOUSE, needs_hook_tools, sh
 from patchkit.cli import main
 from patchkit.lint import config as lint_config
 from test_fetch import blobs_at, of_type, received
 
-WHEELHOUSE = Path(sys.prefix) / "wheelhouse"
 CONFIG = ".pre-commit-config.yaml"
 SCRIPT = "scripts/check_copyright_header.py"
 BASELINE = "scripts/copyright_header_baseline.txt"
 HOOK = "copyright-header"
 
-pytestmark = pytest.mark.skipif(not (WHEELHOUSE / ".fetched").exists(),
-                                reason=f"no wheelhouse at {WHEELHOUSE}: make setup fetches the hook tools")
-
-
-@pytest.fixture(scope="session")
-def lint_cache():
-    return ROOT / "build" / "lint" / "cache"
+pytestmark = needs_hook_tools
 
 
 def _cold(upstream: Path, tmp_path: Path) -> tuple[Path, set[str]]:

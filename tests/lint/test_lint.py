@@ -4,28 +4,18 @@ from __future__ import annotations
 import json
 import time
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, copy_root
+from helpers import WHEELHOUSE, copy_root, needs_hook_tools
 from patchkit.cli import main
 from patchkit.lint import config as lint_config, mirrors, run as lint_run
 
-WHEELHOUSE = Path(sys.prefix) / "wheelhouse"
 TEST_PATCH = "0002-19514-test-Cover-the-cross-KV-pool-length-of-encoder.patch"
 TEST_FILE = "tests/unittest/_torch/executor/test_cross_kv_cache_layout.py"
 
-pytestmark = pytest.mark.skipif(not (WHEELHOUSE / ".fetched").exists(),
-                                reason=f"no wheelhouse at {WHEELHOUSE}: make setup fetches the hook tools")
-
-
-@pytest.fixture(scope="session")
-def lint_cache():
-    """pre-commit's hook environments, shared by every test and kept between runs under the
-    project's build/ (installing them is the slow part; the lint itself is quick once warm)."""
-    return ROOT / "build" / "lint" / "cache"
+pytestmark = needs_hook_tools
 
 
 def _lint(root, src, cache, report, *extra):

@@ -13,7 +13,7 @@ import pytest
 from patchkit import minihistory
 from patchkit.cli import main
 from patchkit.radar import bisect
-from helpers import ROOT, sh, state_of, tiered
+from helpers import ROOT, sh, state_of
 
 
 def _radar(capsys, *args):
@@ -79,11 +79,11 @@ def test_radar_in_the_one_commit_clone_fetches_no_blob_of_history(history_templa
 
 
 @pytest.mark.slow  # a grown history, radar run cold: make test-slow (.ci/run); make test runs radar in the summary's golden table
-@pytest.mark.parametrize("since, until, where", tiered(
+@pytest.mark.parametrize("since, until, where", [
     ("(#20918)^", "(#20918)", "the only candidate"),
     ("(#20918)^", "main", "the first of several"),
     ("(#20511)", "(#20918)", "the last of several"),
-))
+])
 def test_the_fix_at_the_edges_of_the_range(history_template, tmp_path, capsys, since, until, where):
     """Upstream's fix as the first candidate, the last, the only one: radar names it, within
     ceil(log2(candidates)) + 2 test probes (the ends of the range and the bisection)."""

@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from patchkit.cli import main
-from helpers import ROOT, copy_root, sh, state_of
+from helpers import LINT_CACHE, ROOT, copy_root, sh, state_of
 
 # Every command run twice under hostile config and hooks: make test-slow (.ci/run).
 pytestmark = pytest.mark.slow
@@ -198,7 +198,7 @@ def _seal(mp: pytest.MonkeyPatch, tmp: Path) -> None:
                  "GIT_AUTHOR_DATE": FIXED_DATE, "GIT_COMMITTER_DATE": FIXED_DATE, "LANG": "C", "TZ": "UTC",
                  # make pr's lint: the suite's warm hook environments (without them, each run
                  # installed every pinned tool again: 40 s of the module's setup)
-                 "PATCHKIT_LINT_CACHE": str(ROOT / "build" / "lint" / "cache")}.items():
+                 "PATCHKIT_LINT_CACHE": str(LINT_CACHE)}.items():
         mp.setenv(k, v)
 
 

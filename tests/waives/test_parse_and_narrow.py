@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from patchkit.errors import BadInput, Conflict
+from patchkit.errors import Conflict
 from patchkit.waives.match import hits
 from patchkit.waives.narrow import narrow
 from patchkit.waives.parse import parse_test_db, parse_waives

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from .. import proc
-from ..errors import BadInput, Hint
+from ..errors import BadInput
 
 if TYPE_CHECKING:
     from ..container.builders import Builder, Mount

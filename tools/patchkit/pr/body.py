@@ -3,7 +3,6 @@ commit messages, the checkout and a delta report."""
 from __future__ import annotations
 
 import importlib.resources
-import json
 import posixpath
 import re
 from dataclasses import dataclass, field

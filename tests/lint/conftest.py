@@ -1,0 +1,13 @@
+"""The lint tests' warm hook environments, under the project's build/."""
+from __future__ import annotations
+
+import pytest
+
+from helpers import LINT_CACHE
+
+
+@pytest.fixture(scope="session")
+def lint_cache():
+    """pre-commit's hook environments, shared by every test and kept between runs under the
+    project's build/ (installing them is the slow part; the lint itself is quick once warm)."""
+    return LINT_CACHE
