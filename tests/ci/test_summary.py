@@ -151,6 +151,7 @@ def test_a_report_made_for_other_expectations_is_flagged_stale(reports, tmp_path
 
 @pytest.mark.parametrize("content, says", [
     (lambda text: text[: len(text) // 2], "truncated: the JSON ends at line"),
+    (lambda text: text[: text.index('"mode"') + 3], "truncated: the JSON ends at line"),  # inside a string
     (lambda text: text.replace('"mode"', '"mode" "', 1), "not valid JSON (line"),
     (lambda text: '{"schemaVersion": 2, "manifests": []}', "not a delta, lint or radar report (its keys are manifests, schemaVersion)"),
     (lambda text: "[1, 2]", "not a delta, lint or radar report (it is a JSON list)"),

@@ -138,7 +138,8 @@ def _load(path: Path, where: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        if exc.pos >= len(text.rstrip()):
+        # cut at the end, or inside a string (the decoder names where that string began)
+        if exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string"):
             raise BadInput(f"{where}: truncated: the JSON ends at line {exc.lineno} before it is complete") from None
         raise BadInput(f"{where}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
     except RecursionError:
