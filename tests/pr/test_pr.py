@@ -165,7 +165,8 @@ def test_the_waiver_commit_and_the_title_name_the_same_ticket(bug, want):
     import dataclasses
     from patchkit.waives import edit as waiver_edit
     from patchkit.waives.narrow import Narrowing
-    ps = dataclasses.replace(patchset.load(ROOT, "rc25"), bug=bug)
+    ps = patchset.load(ROOT, "rc25")
+    ps = dataclasses.replace(ps, fixes=(dataclasses.replace(ps.fixes[0], bug=bug),))
     n = Narrowing(True, "why", "", "")
     assert title_mod.title(ps).startswith(f"[{want}][fix] ")
     assert waiver_edit.commit_message(ps, n).startswith(f"[{want}][test] ")

@@ -29,7 +29,7 @@ def test_json_targets_serialises_the_yaml_dates_of_the_shipped_sets(capsys):
     """#11.8: `patchkit --json targets` crashed on the `date:` in verified_on."""
     code, out, err = run(capsys, ROOT, "--json", "targets")
     assert code == 0, err
-    dates = [v["date"] for s in json.loads(out) for v in s["verified_on"] if "date" in v]
+    dates = [v["date"] for s in json.loads(out) for f in s["fixes"] for v in f["verified_on"] if "date" in v]
     assert dates and all(isinstance(d, str) and d[:4].isdigit() for d in dates)
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -40,6 +40,23 @@ class Hunk:
     postimage: tuple[str, ...]  # context and added lines (make bench drifts a context line)
 
 
+# Where a path of upstream's tree goes (stack.py classifies): its tests, user docs and examples
+# are never built into the wheel; the package is laid over an installed one; the rest (cpp/,
+# CMake, setup.py, requirements) is what a wheel is built from.
+TEST_DIRS = ("tests",)
+
+
+def is_test_path(path: str) -> bool:
+    """A test file: under a tests/ folder anywhere (tests/unittest/..., cpp/tests/...)."""
+    return any(part in TEST_DIRS for part in PurePosixPath(path).parts[:-1])
+
+
+# DEP-3 fields a patch carries as git trailers in its commit message (Debian's DEP-3; Yocto
+# calls the status Upstream-Status). make check refuses a patch without an origin or a status.
+DEP3_FIELDS = ("Origin", "Bug", "Forwarded", "Applied-Upstream", "Last-Update")
+DEP3_STATUS = ("Forwarded", "Applied-Upstream")
+
+
 @dataclass(frozen=True)
 class Patch:
     """One format-patch file of a series."""
@@ -52,7 +69,7 @@ class Patch:
     body: str  # commit message body, trailers included
     diff: str
     files: tuple[FileChange, ...]
-    tests_only: bool = False
+    trailers: tuple[tuple[str, str], ...] = ()  # the message's trailer block, in order
 
     @property
     def name(self) -> str:
@@ -65,6 +82,21 @@ class Patch:
     @property
     def paths(self) -> tuple[str, ...]:
         return tuple(sorted({p for fc in self.files for p in (fc.path, fc.old_path) if p}))
+
+    @property
+    def tests_only(self) -> bool:
+        """Every file it touches is a test file: it goes into the delta's tree without the fix too."""
+        return all(is_test_path(p) for p in self.paths)
+
+    def trailer(self, key: str) -> str | None:
+        """The last value of a trailer (DEP-3 field), any case of its key; None when absent."""
+        found = [v for k, v in self.trailers if k.lower() == key.lower()]
+        return found[-1] if found else None
+
+    @property
+    def provenance(self) -> dict[str, str]:
+        """Its DEP-3 fields that are present: Origin, Bug, Forwarded, Applied-Upstream, Last-Update."""
+        return {k: v for k in DEP3_FIELDS if (v := self.trailer(k)) is not None}
 
 
 @dataclass(frozen=True)
@@ -140,23 +172,109 @@ class PrIntent:
     docs: tuple[str, ...] = ()  # phrases (one line, any case) of docs/ text describing the changed behaviour
 
 
+OURS, BACKPORT = "ours", "backport"
+FIX_KINDS = (OURS, BACKPORT)
+
+
+@dataclass(frozen=True)
+class Fix:
+    """The unit a user speaks of: one fix of a target's stack, with its patches (in order).
+
+    Ours (a fix we carry and send upstream as a PR) or a backport (an upstream PR or commit we
+    carry until the target's ref has it). Its tests and their expected delta are its own:
+    make delta grades it on the stack without its non-test changes against the whole stack."""
+
+    id: str  # what the user types (FIXID=19514): the bug's number for ours, the PR's for a backport
+    kind: str  # OURS or BACKPORT
+    title: str
+    bug: str  # the bug it fixes (URL)
+    origin: str  # ours: the bug URL; a backport: the upstream PR or commit it was taken from
+    patches: tuple[Patch, ...]
+    status: Status
+    tests: Tests
+    expected: dict[str, Any]
+    verified_on: tuple[dict[str, Any], ...] = ()
+    pr: PrIntent = field(default_factory=PrIntent)
+    variant: str = ""  # which form of the change this set carries, when targets differ (free text)
+    upstream_commits: tuple[str, ...] = ()  # a backport: the upstream commits its patches were made from
+    upstream_base: str = ""  # a backport: the commit they applied to (its 3-way merge base)
+
+    @property
+    def ours(self) -> bool:
+        return self.kind == OURS
+
+
 @dataclass(frozen=True)
 class PatchSet:
+    """A target: upstream's ref and the stack of fixes carried on it, in order."""
+
     target: str
     root: Path  # patches/<target>
     upstream: Upstream
     branch: str
-    bug: str
-    title: str
-    patches: tuple[Patch, ...]
-    status: Status
-    verified_on: tuple[dict[str, Any], ...]
-    tests: Tests
-    expected: dict[str, Any]
+    fixes: tuple[Fix, ...]
     container: Container
     waivers: WaiverIntent | None
     extra_paths: tuple[str, ...] = field(default=())
-    pr: PrIntent = field(default_factory=PrIntent)
+
+    @property
+    def patches(self) -> tuple[Patch, ...]:
+        """The whole stack's patches, in the order they apply."""
+        return tuple(p for f in self.fixes for p in f.patches)
+
+    @property
+    def tests(self) -> Tests:
+        """Every fix's tests (each once, in stack order)."""
+        reg = tuple(dict.fromkeys(t for f in self.fixes for t in f.tests.regression))
+        nb = tuple(dict.fromkeys(t for f in self.fixes for t in f.tests.neighbours if t not in reg))
+        return Tests(reg, nb)
+
+    @property
+    def primary(self) -> Fix:
+        """The fix the set is about where one is meant (the PR, the title): its only own fix,
+        else its only fix. A stack of several own fixes has none: callers ask for one by id."""
+        ours = [f for f in self.fixes if f.ours]
+        pick = ours if ours else list(self.fixes)
+        if len(pick) != 1:
+            raise ValueError(f"{self.target} carries {len(pick)} fixes; name one")
+        return pick[0]
+
+    # What a one-fix view (only()) reads as the set's own: the primary fix's.
+    @property
+    def title(self) -> str:
+        return self.primary.title
+
+    @property
+    def bug(self) -> str:
+        return self.primary.bug
+
+    @property
+    def status(self) -> Status:
+        return self.primary.status
+
+    @property
+    def pr(self) -> PrIntent:
+        return self.primary.pr
+
+    @property
+    def expected(self) -> dict[str, Any]:
+        return self.primary.expected
+
+    @property
+    def verified_on(self) -> tuple[dict[str, Any], ...]:
+        return tuple(v for f in self.fixes for v in f.verified_on)
+
+    def fix(self, fix_id: str) -> Fix:
+        """The fix called fix_id; KeyError when the stack has none."""
+        for f in self.fixes:
+            if f.id == fix_id:
+                return f
+        raise KeyError(fix_id)
+
+    def only(self, *fixes: Fix) -> "PatchSet":
+        """The same target carrying only these fixes (in stack order): a PR's series, one fix's view."""
+        keep = {f.id for f in fixes}
+        return replace(self, fixes=tuple(f for f in self.fixes if f.id in keep))
 
     @property
     def touched_paths(self) -> tuple[str, ...]:

@@ -13,8 +13,8 @@ import unidiff
 
 from . import schema as S
 from .errors import BadInput, NotFound
-from .model import (TEST_DB, ChecklistAnswer, Container, FileChange, Hunk, Patch, PatchSet, PrIntent, Status, Tests, Upstream,
-                    WaiverIntent)
+from .model import (FIX_KINDS, OURS, TEST_DB, ChecklistAnswer, Container, FileChange, Fix, Hunk, Patch, PatchSet, PrIntent,
+                    Status, Tests, Upstream, WaiverIntent, is_test_path)
 from .names import ref_format_ok
 
 METADATA = "patchset.yaml"
@@ -32,24 +32,46 @@ _OUTCOMES = ("passed", "failed", "error", "skipped", "not_run")
 _COUNTS = S.record({k: S.optional(S.count(), 0) for k in _OUTCOMES})
 _EXPECTATION = S.record({"unpatched": S.optional(_COUNTS), "patched": S.optional(_COUNTS),
                          "not_run": S.optional(S.boolean(), False)})
-_SERIES_ENTRY = S.one_of(S.string(), S.record({"file": S.string(), "tests_only": S.optional(S.boolean(), False)}))
-PATCHSET_SCHEMA = S.record({
+# tests_only is what the file's paths say (model.is_test_path); the key is still read, and
+# must agree with them.
+_SERIES_ENTRY = S.one_of(S.string(), S.record({"file": S.string(), "tests_only": S.optional(S.boolean())}))
+_FIX_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+# What one fix declares (in a stack's fixes: list; or, for a one-fix set, at the top level).
+_FIX_FIELDS = {
     "title": S.string(),
     "bug": S.string(),
-    "upstream": S.record({"url": S.string(), "ref": S.string(), "base": S.optional(S.string(), "")}),
-    "branch": S.optional(S.string()),
+    "variant": S.optional(S.string()),
     "series": S.list_of(_SERIES_ENTRY, nonempty=True, limit=1000),
     "status": S.optional(S.record({"forwarded": S.optional(S.scalar(), "no"),
                                     "applied_upstream": S.optional(S.scalar())}), {}),
     "verified_on": S.optional(S.list_of(S.mapping_of(S.string(), S.scalar())), []),
     "tests": S.record({"regression": S.list_of(S.rel_path()), "neighbours": S.optional(S.list_of(S.rel_path()), [])}),
     "expected": S.optional(S.mapping_of(S.string(), S.mapping_of(S.rel_path(), _EXPECTATION)), {}),
-    "container": S.record({"base": S.string(), "site_packages": S.string(), "package": S.optional(S.string(), "tensorrt_llm")}),
-    "extra_paths": S.optional(S.list_of(S.rel_path()), []),
     "pr": S.optional(S.record({
         "checklist": S.optional(S.list_of(S.record({"item": S.string(), "answer": S.string(), "why": S.string()}))),
         "docs": S.optional(S.list_of(S.string()))}), {}),
+}
+FIX_SCHEMA = S.record({
+    "id": S.one_of(S.string(), S.count()),
+    "kind": S.string(),
+    "origin": S.optional(S.string()),
+    "upstream_commits": S.optional(S.list_of(S.string()), []),
+    "upstream_base": S.optional(S.string(), ""),
+    **_FIX_FIELDS,
 })
+_TARGET_FIELDS = {
+    "upstream": S.record({"url": S.string(), "ref": S.string(), "base": S.optional(S.string(), "")}),
+    "branch": S.optional(S.string()),
+    "container": S.record({"base": S.string(), "site_packages": S.string(), "package": S.optional(S.string(), "tensorrt_llm")}),
+    "extra_paths": S.optional(S.list_of(S.rel_path()), []),
+}
+# A stack: the target's fields and its fixes, in the order they apply.
+STACK_SCHEMA = S.record({**_TARGET_FIELDS, "fixes": S.list_of(FIX_SCHEMA, nonempty=True, limit=200)})
+# The one-fix form (every set before stacks): the fix's fields beside the target's; it is a
+# stack of one fix of ours, whose id is the bug's number.
+PATCHSET_SCHEMA = S.record({k: {**_TARGET_FIELDS, **_FIX_FIELDS}[k] for k in (
+    "title", "bug", "variant", "upstream", "branch", "series", "status", "verified_on", "tests", "expected", "container",
+    "extra_paths", "pr")})
 WAIVERS_SCHEMA = S.record({
     "waives_file": S.rel_path(),
     "must_run": S.list_of(S.rel_path()),
@@ -68,45 +90,93 @@ def load(root: Path, target: str) -> PatchSet:
         known = ", ".join(targets(root)) or "none"
         raise NotFound(f"unknown target {target!r} (known: {known})")
     where = str(meta_file.relative_to(root))
-    meta = S.validate(_yaml(meta_file, where), PATCHSET_SCHEMA, where)
+    raw = _yaml(meta_file, where)
+    stacked = "fixes" in raw
+    meta = S.validate(raw, STACK_SCHEMA if stacked else PATCHSET_SCHEMA, where)
     branch = meta.get("branch") or f"overlay/{target}"
     check_branch_name(branch, f"{where}: branch")
     ref = meta["upstream"]["ref"]
     if ref.startswith("-") or not ref_format_ok(ref if ref.startswith("refs/") else f"refs/tags/{ref}"):
         raise BadInput(f"{where}: upstream.ref: {ref[:100]!r} is not a valid ref name")
-
-    patches = []
-    for i, entry in enumerate(meta["series"]):
-        if isinstance(entry, str):
-            entry = {"file": entry, "tests_only": False}
-        name = entry["file"]
-        if "/" in name or "\\" in name or name.startswith("."):
-            raise BadInput(f"{where}: series[{i}]: {name!r} must be a file name inside {set_dir.name}/")
-        path = set_dir / name
-        if not path.is_file():
-            raise BadInput(f"{where}: series[{i}]: {name} does not exist")
-        patches.append(parse_patch(path, tests_only=entry["tests_only"]))
-
-    tests, container, status = meta["tests"], meta["container"], meta["status"]
-    applied = status.get("applied_upstream")
+    if stacked:
+        fixes = tuple(_fix(set_dir, f, where, f"fixes[{i}]") for i, f in enumerate(meta["fixes"]))
+    else:
+        fixes = (_fix(set_dir, dict(meta, id=_bug_number(meta["bug"]) or target, kind=OURS), where, ""),)
+    seen: dict[str, str] = {}
+    for f in fixes:
+        if f.id in seen:
+            raise BadInput(f"{where}: fix {f.id!r} is in the stack twice")
+        seen[f.id] = f.id
+        for p in f.patches:
+            if p.name in seen and seen[p.name] != f.id:
+                raise BadInput(f"{where}: {p.name} is in the series of fixes {seen[p.name]} and {f.id}")
+            seen[p.name] = f.id
+    container = meta["container"]
     return PatchSet(
         target=target,
         root=set_dir,
         upstream=Upstream(url=meta["upstream"]["url"], ref=meta["upstream"]["ref"], base=meta["upstream"]["base"]),
         branch=branch,
-        bug=meta["bug"],
-        title=meta["title"],
-        patches=tuple(patches),
-        status=Status(forwarded=str(status.get("forwarded") or "no"),
-                      applied_upstream=None if applied is None else str(applied)),
-        verified_on=tuple(meta["verified_on"]),
-        tests=Tests(regression=tuple(tests["regression"]), neighbours=tuple(tests["neighbours"])),
-        expected=meta["expected"],
+        fixes=fixes,
         container=Container(base=container["base"], site_packages=container["site_packages"],
                             package=container["package"]),
         waivers=_load_waiver_intent(root, target),
         extra_paths=tuple(meta["extra_paths"]),
+    )
+
+
+_BUG_NUMBER = re.compile(r"/(?:issues|pull)/(\d+)/?$|^#?(\d+)$")
+
+
+def _bug_number(url: str) -> str:
+    m = _BUG_NUMBER.search(url.strip())
+    return (m[1] or m[2]) if m else ""
+
+
+def _fix(set_dir: Path, meta: dict, where: str, at: str) -> Fix:
+    """One fix of the stack, its patches parsed; at: its key path in the file ('' at the top)."""
+    key = (lambda k: f"{at}.{k}" if at else k)  # noqa: E731
+    fix_id = str(meta["id"])
+    if not _FIX_ID.match(fix_id):
+        raise BadInput(f"{where}: {key('id')}: {fix_id[:70]!r} must be letters, digits, '.', '_' or '-' (e.g. 19514)")
+    if meta["kind"] not in FIX_KINDS:
+        raise BadInput(f"{where}: {key('kind')}: must be one of {', '.join(FIX_KINDS)}, not {meta['kind'][:40]!r}")
+    patches = []
+    for i, entry in enumerate(meta["series"]):
+        if isinstance(entry, str):
+            entry = {"file": entry}
+        name = entry["file"]
+        if "/" in name or "\\" in name or name.startswith("."):
+            raise BadInput(f"{where}: {key('series')}[{i}]: {name!r} must be a file name inside {set_dir.name}/")
+        path = set_dir / name
+        if not path.is_file():
+            raise BadInput(f"{where}: {key('series')}[{i}]: {name} does not exist")
+        patch = parse_patch(path)
+        if entry.get("tests_only") is not None and entry["tests_only"] != patch.tests_only:
+            said = (f"changes {next(p for p in patch.paths if not is_test_path(p))}, which is not a test file"
+                    if entry["tests_only"] else "changes only test files")
+            raise BadInput(f"{where}: {key('series')}[{i}]: tests_only: {str(entry['tests_only']).lower()}, but {name} "
+                           f"{said}; remove the key (the files decide)")
+        patches.append(patch)
+    status = meta["status"]
+    applied = status.get("applied_upstream")
+    tests = meta["tests"]
+    return Fix(
+        id=fix_id,
+        kind=meta["kind"],
+        title=meta["title"],
+        bug=meta["bug"],
+        origin=meta.get("origin") or meta["bug"],
+        patches=tuple(patches),
+        status=Status(forwarded=str(status.get("forwarded") or "no"),
+                      applied_upstream=None if applied is None else str(applied)),
+        tests=Tests(regression=tuple(tests["regression"]), neighbours=tuple(tests["neighbours"])),
+        expected=meta["expected"],
+        verified_on=tuple(meta["verified_on"]),
         pr=_load_pr(meta.get("pr") or {}, where),
+        variant=meta.get("variant") or "",
+        upstream_commits=tuple(meta.get("upstream_commits") or ()),
+        upstream_base=meta.get("upstream_base") or "",
     )
 
 
@@ -138,7 +208,7 @@ def check_branch_name(branch: str, where: str) -> None:
         raise BadInput(f"{where}: {branch[:100]!r} is not a valid branch name")
 
 
-def parse_patch(path: Path, tests_only: bool = False) -> Patch:
+def parse_patch(path: Path) -> Patch:
     """Parse one git format-patch file; BadInput names the file and what is wrong."""
     raw = S.read_text(path, path.name)
     head, sep, rest = raw.partition("\n\n")
@@ -169,17 +239,49 @@ def parse_patch(path: Path, tests_only: bool = False) -> Patch:
     diff = rest[diff_at.start():]
     body = re.split(r"^---$", rest[: diff_at.start()], maxsplit=1, flags=re.M)[0]
     diff = re.sub(r"\n-- \n[^\n]*\n*$", "\n", diff)  # the format-patch signature, if any
+    text = body.strip("\n") + "\n" if body.strip() else ""
     return Patch(
         file=path,
         author_name=name,
         author_email=mail,
         date=date_text,
         subject=_SUBJECT_PREFIX.sub("", subject_text),
-        body=body.strip("\n") + "\n" if body.strip() else "",
+        body=text,
         diff=diff,
         files=_parse_diff(path.name, diff),
-        tests_only=tests_only,
+        trailers=trailers(text),
     )
+
+
+_TRAILER = re.compile(r"^([A-Za-z0-9][A-Za-z0-9-]*)[ \t]*:[ \t]*(.*)$")
+_GIT_GENERATED = ("Signed-off-by: ", "(cherry picked from commit ")
+
+
+def trailers(body: str) -> tuple[tuple[str, str], ...]:
+    """The trailers of a commit message body, as `git interpret-trailers --parse` reads them:
+    its last paragraph, when every line of it is a 'Key: value' line (a line that starts with
+    white space continues the one before), or when git itself wrote one of them (Signed-off-by)
+    and at least a quarter are. tests/test_trailers.py holds this against git's own parse."""
+    paragraphs = [p for p in re.split(r"\n[ \t]*\n", body.strip("\n")) if p.strip()]
+    if not paragraphs:
+        return ()
+    found: list[list[str]] = []
+    others = 0
+    generated = False
+    for line in paragraphs[-1].split("\n"):
+        if line[:1] in (" ", "\t") and found:
+            found[-1][1] += " " + line.strip()
+            continue
+        m = _TRAILER.match(line)
+        if m:
+            found.append([m[1], m[2].strip()])
+            generated |= line.startswith(_GIT_GENERATED)
+        else:
+            others += 1
+            generated |= line.startswith(_GIT_GENERATED)
+    if not found or (others and not (generated and len(found) * 3 >= others)):
+        return ()
+    return tuple((k, v) for k, v in found)
 
 
 def _valid_date(text: str) -> bool:
