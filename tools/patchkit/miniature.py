@@ -63,7 +63,7 @@ def build(root: Path, dest: Path, variant: str | None = None) -> MiniatureResult
         raise BadInput(f"{dest.parent} does not exist")
     scaffold = root / SCAFFOLD
     manifest = yaml.safe_load((scaffold / "manifest.yaml").read_text())
-    todo = list(manifest["commits"])
+    todo = list(manifest["commits"])  # then the pulls, then a variant's commits
     if variant is not None:
         known = manifest.get("variants") or {}
         if variant not in known:
@@ -71,26 +71,19 @@ def build(root: Path, dest: Path, variant: str | None = None) -> MiniatureResult
         todo += known[variant]
     tmp = Path(tempfile.mkdtemp(prefix=".miniature-", dir=dest.parent))
     try:
-        repo = init(tmp, manifest.get("branch", "main"))
+        branch = manifest.get("branch", "main")
+        repo = init(tmp, branch)
         tag, commits = "", []
         sources: dict[str, str] = {}  # path -> its scaffold text as the commits so far left it
-        for c in todo:
-            if c.get("generate") == "history":  # changes laid over the tree as it is (minihistory.py)
-                def expand(layer: str, path: str) -> str:
-                    text = (_patched(root, scaffold / layer, sources)[path] if layer.endswith(".diff")
-                            else (scaffold / layer / path).read_text())
-                    return _expand(root, path, text)
-                for message, date in minihistory.commits(expand, tmp):
-                    commits.append(repo.add_all_and_commit(message, IDENTITY, date))
-                continue
-            if "patch" in c:
-                _patch(root, scaffold / c["patch"], sources, tmp)
-            else:
-                _lay(root, scaffold / c["dir"], sources, tmp)
-            commits.append(repo.add_all_and_commit(c["message"], IDENTITY, c["date"]))
+        for c in manifest["commits"]:
+            commits += _commit(root, scaffold, repo, tmp, c, sources)
             if c.get("tag"):
                 tag = c["tag"]
                 repo.tag(tag)
+        for pull in manifest.get("pulls") or ():
+            commits += _pull(root, scaffold, repo, tmp, pull, sources, branch)
+        for c in todo[len(manifest["commits"]):]:
+            commits += _commit(root, scaffold, repo, tmp, c, sources)
         repo.close()
         if dest.exists():
             dest.rmdir()
@@ -99,6 +92,40 @@ def build(root: Path, dest: Path, variant: str | None = None) -> MiniatureResult
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return MiniatureResult(dest, tag, manifest.get("branch", "main"), tuple(commits), variant)
+
+
+def _commit(root: Path, scaffold: Path, repo, tree: Path, c: dict, sources: dict[str, str]) -> list[str]:
+    """One commit of the manifest (or a variant's) on the branch checked out; its id(s)."""
+    if c.get("generate") == "history":  # changes laid over the tree as it is (minihistory.py)
+        def expand(layer: str, path: str) -> str:
+            text = (_patched(root, scaffold / layer, sources)[path] if layer.endswith(".diff")
+                    else (scaffold / layer / path).read_text())
+            return _expand(root, path, text)
+        return [repo.add_all_and_commit(message, IDENTITY, date) for message, date in minihistory.commits(expand, tree)]
+    if "patch" in c:
+        _patch(root, scaffold / c["patch"], sources, tree)
+    else:
+        _lay(root, scaffold / c["dir"], sources, tree)
+    return [repo.add_all_and_commit(c["message"], IDENTITY, c["date"])]
+
+
+def _pull(root: Path, scaffold: Path, repo, tree: Path, pull: dict, sources: dict[str, str], branch: str) -> list[str]:
+    """A pull request as GitHub serves it: its commits on refs/pull/<number>/head, branched from
+    its base; when merged, squashed onto the branch as one commit titled '<title> (#<number>)'."""
+    repo.checkout(repo.rev_parse(pull["base"]))
+    theirs = dict(sources)  # the PR's own scaffold text; the branch's stays as it is
+    made = [c for commit in pull["commits"] for c in _commit(root, scaffold, repo, tree, commit, theirs)]
+    repo.set_ref(f"refs/pull/{pull['number']}/head", made[-1])
+    repo.checkout(branch)
+    merged = pull.get("merged")
+    if not merged:
+        return made
+    for commit in pull["commits"]:  # the PR's changes, laid over the branch as one commit
+        if "patch" in commit:
+            _patch(root, scaffold / commit["patch"], sources, tree)
+        else:
+            _lay(root, scaffold / commit["dir"], sources, tree)
+    return made + [repo.add_all_and_commit(merged["message"], IDENTITY, merged["date"])]
 
 
 def _lay(root: Path, layer: Path, sources: dict[str, str], tree: Path) -> None:
