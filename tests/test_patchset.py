@@ -1,6 +1,8 @@
 """Loading the patch sets: the real ones load; every kind of broken input is refused by name."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from patchkit import patchset
@@ -41,7 +43,7 @@ def _break(tmp_path, edit):
     (lambda t: t.replace("a/tensorrt_llm/_torch", "a/.git/hooks").replace("b/tensorrt_llm/_torch", "b/.git/hooks"), "into .git"),
     (lambda t: t.replace("Subject:", "X-Subject:"), "not a git format-patch"),
     (lambda t: t.split("diff --git")[0], "contains no diff"),
-    (lambda t: t.replace("@@ -1798,19 +1798,29 @@", "@@ -1798,19 +1798,99 @@"), "malformed diff"),
+    (lambda t: re.sub(r"@@ -1798,19 \+1798,\d+ @@", "@@ -1798,19 +1798,99 @@", t, count=1), "malformed diff"),
 ])
 def test_broken_patch_is_refused(tmp_path, edit, message):
     root = _break(tmp_path, edit)

@@ -42,6 +42,21 @@ def test_declared_delta_is_measured_on_the_miniature(miniature_template, tmp_pat
         assert "<testsuite" in Path(res.junit[name]).read_text()
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): a second delta on rc25
+def test_rc25s_test_tells_the_verified_form_from_mains(miniature_template, tmp_path):
+    """#25: rc25 carries the form verified on hardware, main a stated variant (variant.differs).
+    rc25's regression test fails main's form of the fix on the tag in exactly the two generic
+    names, which main keeps as a cap on max_input_len."""
+    root = copy_root(tmp_path)
+    ours = sorted((root / "patches" / "rc25").glob("0001-*.patch"))[0]
+    ours.write_text(sorted((ROOT / "patches" / "main").glob("0001-*.patch"))[0].read_text())
+    res = run_delta(miniature_template, "rc25", tmp_path, root=root)
+    assert not res.ok
+    assert sorted(t.split("::")[1] for t in res.fail_to_fail) == [
+        "test_every_declared_length_name_sizes_the_pool[max_position_embeddings]",
+        "test_every_declared_length_name_sizes_the_pool[n_positions]"]
+
+
 @pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_main_lists_the_container_only_neighbour_as_not_run(miniature_template, tmp_path):
     res = run_delta(miniature_template, "main", tmp_path)
