@@ -71,3 +71,45 @@ def test_broken_metadata_is_refused(tmp_path, text, message):
     (root / "patches" / "rc25" / "patchset.yaml").write_text(text)
     with pytest.raises(BadInput, match=message):
         patchset.load(root, "rc25")
+
+
+def test_each_set_says_which_form_of_the_fix_it_carries():
+    """#25: rc25 carries the form verified on hardware; main a stated difference from it."""
+    rc25, main = patchset.load(ROOT, "rc25").variant, patchset.load(ROOT, "main").variant
+    assert rc25 is not None and rc25.name == "as-verified" and rc25.differs == ""
+    assert main is not None and main.name != rc25.name
+    assert main.differs.startswith("Unlike the form verified") and "v1.3.0rc25" in main.differs
+
+
+@pytest.mark.parametrize("variant, message", [
+    ("variant: {name: As Verified}\n", r"variant.name: 'As Verified' must be lower-case words joined by '-'"),
+    ("variant: {differs: x.}\n", r"variant.name: is required"),
+    ("variant: {name: ours, colour: red}\n", r"variant.colour: unknown key"),
+    ("variant: {name: ours, differs: \"It differs. It also does more.\"}\n", r"variant.differs: must be one sentence"),
+    ("variant: {name: ours, differs: \"It differs\"}\n", r"variant.differs: must be one sentence ending in '.'"),
+    ("variant: {name: ours, differs: \"a\\nb.\"}\n", r"variant.differs: must be one line"),
+])
+def test_a_malformed_variant_is_refused_by_name(tmp_path, variant, message):
+    root = copy_root(tmp_path)
+    meta = root / "patches" / "rc25" / "patchset.yaml"
+    text = meta.read_text()
+    assert "variant:\n  name: as-verified\n" in text
+    meta.write_text(text.replace("variant:\n  name: as-verified\n", variant))
+    with pytest.raises(BadInput, match=message):
+        patchset.load(root, "rc25")
+
+
+def test_a_set_without_a_variant_loads_without_one(tmp_path):
+    root = copy_root(tmp_path)
+    meta = root / "patches" / "rc25" / "patchset.yaml"
+    meta.write_text(meta.read_text().replace("variant:\n  name: as-verified\n", ""))
+    assert patchset.load(root, "rc25").variant is None
+
+
+def test_a_malformed_variant_in_a_stack_is_named_by_its_fix(tmp_path):
+    from test_stack import _stacked
+    root = copy_root(tmp_path)
+    meta = _stacked(root)
+    meta.write_text(meta.read_text().replace("name: as-verified", "name: As_Verified"))
+    with pytest.raises(BadInput, match=r"fixes\[0\]\.variant\.name: 'As_Verified' must be lower-case"):
+        patchset.load(root, "rc25")

@@ -70,10 +70,29 @@ def test_title_body_and_commit_messages_match_golden_files(checkout, tmp_path, t
         "## Description", "## Test Coverage", "## PR Checklist", "## GitHub Bot Help"]
     assert checks.checklist_problems(res.body) == [] and checks.title_problems(res.title) == []
     assert "make delta" not in res.body, "a figure's source is what was measured, not a private command"
+    # #25: a set carrying another form of the fix than the one verified says how and why, in its own words
+    variant = patchset.load(ROOT, target).variant
+    assert variant is not None and bool(variant.differs) == (target == "main")
+    assert variant.differs in res.body and ("Unlike the form verified" in res.body) == (target == "main")
     assert dco.check(Repo(checkout), res.branch, res.base).ok
     if target == "rc25":  # the computed waiver edit, rendered as an ordinary patch
         last = sorted((Path(res.out_dir) / "patches").iterdir())[-1].read_text()
         assert "-unittest/_torch/executor SKIP (https://nvbugs/6800103)" in last
+
+
+@pytest.mark.slow  # make test keeps the golden PR, which has main's sentence
+def test_the_sentence_on_how_the_variant_differs_comes_from_patchset_yaml(checkout, tmp_path):
+    """#25: main's PR body says how its fix differs from the form verified on rc25; the sentence is
+    the set's data (variant.differs), not the renderer's, so another sentence there is what it says."""
+    root = copy_root(tmp_path)
+    meta = root / "patches" / "main" / "patchset.yaml"
+    old = patchset.load(root, "main").variant.differs
+    sentence = "Unlike the form verified elsewhere, this one keeps a cap, because a later test expects it."
+    meta.write_text(meta.read_text().replace(old, sentence))
+    res = pr_branch.pr(patchset.load(root, "main"), repo=Repo(checkout), report=measured(checkout, "main", tmp_path),
+                       out_dir=tmp_path / "out", signoff=SIGNOFF, lint=lint_of(checkout, "main", root))
+    description = res.body.split("## Description\n", 1)[1].split("\n## ", 1)[0]
+    assert f"\n\n{sentence}\n\nFixes #19514\n" in description and old not in res.body
 
 
 @pytest.mark.slow  # make test keeps the golden PR, whose numbers come from the report

@@ -172,6 +172,16 @@ class PrIntent:
     docs: tuple[str, ...] = ()  # phrases (one line, any case) of docs/ text describing the changed behaviour
 
 
+@dataclass(frozen=True)
+class Variant:
+    """Which form of the change a fix carries, where it has more than one (#25): a short name,
+    and for a form that differs from the one verified (see verified_on) one sentence saying how
+    and why, which make pr puts in the PR's description for the reviewer."""
+
+    name: str
+    differs: str = ""
+
+
 OURS, BACKPORT = "ours", "backport"
 FIX_KINDS = (OURS, BACKPORT)
 
@@ -195,7 +205,7 @@ class Fix:
     expected: dict[str, Any]
     verified_on: tuple[dict[str, Any], ...] = ()
     pr: PrIntent = field(default_factory=PrIntent)
-    variant: str = ""  # which form of the change this set carries, when targets differ (free text)
+    variant: Variant | None = None  # which form of the change, where targets carry different ones
     upstream_commits: tuple[str, ...] = ()  # a backport: the upstream commits its patches were made from
     upstream_base: str = ""  # a backport: the commit they applied to (its 3-way merge base)
 
@@ -255,6 +265,10 @@ class PatchSet:
     @property
     def pr(self) -> PrIntent:
         return self.primary.pr
+
+    @property
+    def variant(self) -> Variant | None:
+        return self.primary.variant
 
     @property
     def expected(self) -> dict[str, Any]:

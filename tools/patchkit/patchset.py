@@ -14,7 +14,7 @@ import unidiff
 from . import schema as S
 from .errors import BadInput, NotFound
 from .model import (FIX_KINDS, OURS, TEST_DB, ChecklistAnswer, Container, FileChange, Fix, Hunk, Patch, PatchSet, PrIntent,
-                    Status, Tests, Upstream, WaiverIntent, is_test_path)
+                    Status, Tests, Upstream, Variant, WaiverIntent, is_test_path)
 from .names import ref_format_ok
 
 METADATA = "patchset.yaml"
@@ -36,11 +36,13 @@ _EXPECTATION = S.record({"unpatched": S.optional(_COUNTS), "patched": S.optional
 # must agree with them.
 _SERIES_ENTRY = S.one_of(S.string(), S.record({"file": S.string(), "tests_only": S.optional(S.boolean())}))
 _FIX_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_VARIANT_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+_SENTENCE_LIMIT = 600  # a sentence a reviewer reads in the PR body, not a narrative
 # What one fix declares (in a stack's fixes: list; or, for a one-fix set, at the top level).
 _FIX_FIELDS = {
     "title": S.string(),
     "bug": S.string(),
-    "variant": S.optional(S.string()),
+    "variant": S.optional(S.record({"name": S.string(), "differs": S.optional(S.string())})),
     "series": S.list_of(_SERIES_ENTRY, nonempty=True, limit=1000),
     "status": S.optional(S.record({"forwarded": S.optional(S.scalar(), "no"),
                                     "applied_upstream": S.optional(S.scalar())}), {}),
@@ -174,10 +176,26 @@ def _fix(set_dir: Path, meta: dict, where: str, at: str) -> Fix:
         expected=meta["expected"],
         verified_on=tuple(meta["verified_on"]),
         pr=_load_pr(meta.get("pr") or {}, where),
-        variant=meta.get("variant") or "",
+        variant=_load_variant(meta.get("variant"), where, key("variant")),
         upstream_commits=tuple(meta.get("upstream_commits") or ()),
         upstream_base=meta.get("upstream_base") or "",
     )
+
+
+def _load_variant(data: Any, where: str, key: str) -> Variant | None:
+    """The optional variant: block (#25): a name of lower-case words joined by '-', and at most
+    one sentence saying how the form differs from the verified one; BadInput when malformed."""
+    if data is None:
+        return None
+    name, differs = data["name"], (data.get("differs") or "").strip()
+    if not _VARIANT_NAME.match(name) or len(name) > 40:
+        raise BadInput(f"{where}: {key}.name: {name[:60]!r} must be lower-case words joined by '-' "
+                       "(at most 40 characters), e.g. as-verified")
+    if differs and (len(differs) > _SENTENCE_LIMIT or not differs.endswith(".")
+                    or re.search(r"[.!?] +[A-Z]", differs)):
+        raise BadInput(f"{where}: {key}.differs: must be one sentence ending in '.', at most "
+                       f"{_SENTENCE_LIMIT} characters (make pr puts it in the PR's description as it is)")
+    return Variant(name=name, differs=differs)
 
 
 def _load_pr(data: Any, where: str) -> PrIntent:

@@ -95,6 +95,8 @@ def context(ps: PatchSet, report: dict, files: list[str], waiver: str | None, li
     return {
         "summary": ". ".join(p.subject.split("] ", 2)[-1] for p in fixes) + ".",
         "why": [para for p in fixes for para in _paragraphs(p.body)],
+        # How this form of the fix differs from the one verified, and why (#25): the set's own words.
+        "differs": ps.variant.differs if ps.variant else "",
         "ticket": ticket(ps), "files": files, "regression": regression, "neighbours": neighbours,
         "ref": short_ref(report["upstream_ref"]),
         "commit": report["upstream_commit"][:12], "target": ps.target, "mode": report["mode"],
