@@ -7,7 +7,9 @@
   Index, and the text operations git owns (trailers, merge-file, format-patch, archive);
 - transfer.py: fetching on demand, partial and sparse checkouts, git's progress, the network
   deadline; clone.py: the clones;
-- history.py: a set's paths through history, slim commits to probe on (make radar).
+- history.py: a set's paths through history, slim commits to probe on (make radar);
+- changes.py: a pull request's own commits, the files a commit changes, trailers, range-diff
+  (make backport).
 
 Where GitPython has no API for an operation (apply --cached, format-patch, archive,
 interpret-trailers, merge-file, sparse-checkout, fast-import, worktree ...), the facade calls
@@ -17,6 +19,7 @@ os.chdir, never a shell. No module outside this package imports GitPython or run
 """
 from __future__ import annotations
 
+from .changes import TreeChange, squash_number
 from .runner import POLICY, ZERO, GitError, Identity, Result, Sha, check_ref_format, identity_env, run_git
 from .objects import CommitInfo, Index
 from .refs import ref_candidates, resolve_target_ref, short_ref
@@ -24,6 +27,6 @@ from .transfer import LOCAL_UPLOAD_PACK, ObjectStats, network_timeout
 from .repo import Repo, init
 from .clone import clone, partial_clone
 
-__all__ = ["LOCAL_UPLOAD_PACK", "POLICY", "ZERO", "CommitInfo", "GitError", "Identity", "Index", "ObjectStats",
+__all__ = ["LOCAL_UPLOAD_PACK", "POLICY", "ZERO", "CommitInfo", "TreeChange", "GitError", "Identity", "Index", "ObjectStats",
            "Repo", "Result", "Sha", "check_ref_format", "clone", "identity_env", "init", "network_timeout",
-           "partial_clone", "ref_candidates", "resolve_target_ref", "run_git", "short_ref"]
+           "partial_clone", "ref_candidates", "resolve_target_ref", "run_git", "short_ref", "squash_number"]

@@ -2,8 +2,9 @@
 repository for objects, its command runner for commands) and its config. The rest of what a
 Repo does lives in its rooms: refs.py (refs, the work tree, worktrees, history), objects.py
 (the object reader, blobs, trees, the temporary Index, text operations git owns) and
-transfer.py (fetching on demand, partial and sparse checkouts, what the store holds) and
-history.py (a set's paths through history, for make radar).
+transfer.py (fetching on demand, partial and sparse checkouts, what the store holds),
+history.py (a set's paths through history, for make radar) and changes.py (changes taken
+from upstream, for make backport).
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from git.exc import InvalidGitRepositoryError, NoSuchPathError
 
 from .. import identity
 from ..errors import NotFound
+from .changes import ChangesMixin
 from .history import HistoryMixin
 from .objects import ObjectsMixin
 from .refs import RefsMixin
@@ -23,7 +25,7 @@ from .runner import GitError, Identity, Result, _call, _Git, _GitPythonRepo, run
 from .transfer import TransferMixin
 
 
-class Repo(RefsMixin, ObjectsMixin, TransferMixin, HistoryMixin):
+class Repo(RefsMixin, ObjectsMixin, TransferMixin, HistoryMixin, ChangesMixin):
     """A repository (its work tree when it has one) at a path."""
 
     def __init__(self, path: str | os.PathLike) -> None:

@@ -101,3 +101,8 @@ def _series_block(ps: PatchSet, names: list[str], new: dict[str, bytes]) -> str:
     if not block.search(text):
         raise BadInput(f"{meta}: no series block to update")
     return block.sub("".join(lines), text, count=1)
+
+
+def without_index_lines(data: bytes) -> bytes:
+    """A patch file's bytes as export writes them: no blob ids (see the module's docstring)."""
+    return _INDEX.sub(b"", data)

@@ -1,0 +1,223 @@
+"""make backport (#26 item 3): an upstream pull request or commit becomes a fix of kind
+backport in patches/<target>/, on the miniature, whose upstream serves refs/pull/19450/head
+(squash-merged on main), refs/pull/19302/head (C++ too, open) and refs/pull/20918/head
+(upstream's own form of our fix, open)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from helpers import ROOT, copy_root, sh, state_of, tiered
+from patchkit import apply as apply_mod, patchset, stack
+from patchkit.backport import command, measure
+from patchkit.errors import BadInput, Conflict, NotFound
+from patchkit.git import Repo
+from patchkit.model import BACKPORT
+
+GITHUB = "https://github.com/NVIDIA/TensorRT-LLM"
+DAY = "2026-12-02"
+
+
+def files(root: Path, target: str) -> dict[str, bytes]:
+    folder = root / "patches" / target
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def backport(root, target, src, upstream=None, **kw):
+    return command.backport(patchset.load(root, target), root=root, src=src,
+                            url=upstream.as_uri() if upstream else None, today=DAY, **kw)
+
+
+def git(repo, *args) -> str:
+    return sh("git", "-C", repo, *args).stdout.strip()
+
+
+def test_a_merged_pr_is_its_squash_commit_before_our_fix_measured_and_fetched_alone(tmp_path, upstream):
+    """Cold (TRTLLM_SRC missing): a one-commit clone of rc25, the PR's commits and the
+    default branch's since the merge base, commits only; trees and blobs of what it touches."""
+    root, src = copy_root(tmp_path), tmp_path / "trtllm-rc25"
+    res = backport(root, "rc25", src, upstream, pr="19450")
+    squash = git(upstream, "rev-parse", "main")
+    assert res.kind == "merged" and res.commits == [squash] and not res.already
+    ps = patchset.load(root, "rc25")
+    assert [(f.id, f.kind) for f in ps.fixes] == [("19450", BACKPORT), ("19514", "ours")]
+    [patch] = ps.fix("19450").patches
+    assert patch.name.startswith("0001-18609-fix-") and ps.fix("19514").patches[0].name.startswith("0002-19514-")
+    assert patch.provenance == {"Origin": f"upstream, {GITHUB}/commit/{squash}", "Bug": f"{GITHUB}/issues/18609",
+                                "Forwarded": "not-needed", "Applied-Upstream": f"{GITHUB}/commit/{squash}",
+                                "Last-Update": DAY}
+    fix = ps.fix("19450")
+    assert fix.origin == f"{GITHUB}/pull/19450" and fix.upstream_base == git(upstream, "rev-parse", "main~1")
+    [test] = fix.tests.regression
+    assert test == "tests/unittest/_torch/executor/test_cross_prefix_reuse.py"
+    # measured: the squash commit mixes code and test; without it (its test part only) some
+    # cases fail, with the stack every case passes
+    got = {k: {o: n for o, n in v.items() if n} for k, v in fix.expected["source"][test].items() if k != "not_run"}
+    assert got == res.expected[test]
+    assert set(got["patched"]) == {"passed"} and got["unpatched"].get("failed", 0) > 0
+    assert sum(got["unpatched"].values()) == got["patched"]["passed"]
+    # the whole stack applies on the ref (make apply), our fix's files untouched but renumbered
+    applied = apply_mod.apply(ps, src=src)
+    assert len(applied.outcomes) == 3 and "return 0" in (src / "tensorrt_llm/_torch/pyexecutor/scheduler.py").read_text()
+    # fetched alone: no commit of main older than the merge base, no blob outside what the
+    # set and the change touch
+    repo = Repo(src)
+    present = sh("git", "-C", src, "cat-file", "--batch-all-objects", "--batch-check=%(objecttype) %(objectname)").stdout
+    commits = {line.split()[1] for line in present.splitlines() if line.startswith("commit ")}
+    upstream_commits = set(git(upstream, "rev-list", "--all").split())
+    pr_own = git(upstream, "rev-list", "main..refs/pull/19450/head").split()
+    assert commits & upstream_commits == {git(upstream, "rev-parse", r) for r in ("v1.3.0rc25", "main~1", "main")} | set(pr_own)
+    wanted = set(ps.sparse_paths) | set(ps.touched_paths)
+    blobs = {line.split()[1] for line in present.splitlines() if line.startswith("blob ")}
+    named = {}  # blob id -> a path it is at, in the commits the run may read
+    for rev in (squash, "v1.3.0rc25", "main~1"):
+        for line in sh("git", "-C", upstream, "ls-tree", "-r", rev).stdout.splitlines():
+            meta, path = line.split("\t", 1)
+            named[meta.split()[2]] = path
+    assert {p for b in blobs if (p := named.get(b)) and not any(p == w or p.startswith(w + "/") for w in wanted)} == set()
+    repo.close()
+
+
+def test_a_pr_already_in_the_ref_writes_nothing(tmp_path, upstream, checkout):
+    root = copy_root(tmp_path)
+    before = files(root, "main"), state_of(checkout)
+    res = backport(root, "main", checkout, pr="19450")
+    assert res.already and res.commits[0][:12] in res.already and not res.changed
+    assert (files(root, "main"), state_of(checkout)) == before
+
+
+def test_a_pr_that_conflicts_with_our_fix_writes_nothing_and_names_the_hunk(tmp_path, checkout):
+    root = copy_root(tmp_path)
+    before = files(root, "main"), state_of(checkout)
+    with pytest.raises(Conflict) as exc:
+        backport(root, "main", checkout, pr="20918")
+    said = exc.value.message
+    assert "fix 19514: 0001-19514-fix-" in said and "_util.py hunk #1 @@ -1941" in said and "nothing written" in said
+    assert exc.value.code == 3 and "expected (-) beside found" in exc.value.details
+    assert (files(root, "main"), state_of(checkout)) == before
+
+
+@pytest.mark.slow
+def test_a_pr_with_cpp_is_carried_its_cpp_test_not_run_here(tmp_path, checkout):
+    root = copy_root(tmp_path)
+    backport(root, "main", checkout, pr="19302")
+    ps = patchset.load(root, "main")
+    fix = ps.fix("19302")
+    assert fix.kind == BACKPORT and fix.status.forwarded == "not-needed" and fix.status.applied_upstream is None
+    assert fix.patches[0].provenance["Origin"] == f"backport, {GITHUB}/pull/19302"
+    cpp = "cpp/tests/unit_tests/batch_manager/capacitySchedulerTest.cpp"
+    assert fix.expected["source"][cpp]["not_run"] and not measure.runnable(cpp)
+    py = "tests/unittest/_torch/executor/test_reuse_policy.py"
+    assert fix.expected["source"][py]["patched"]["passed"] == sum(fix.expected["source"][py]["patched"].values())
+    assert [f for _p, fs in stack.wheel_files(ps, fix) for f in fs] == ["cpp/tensorrt_llm/batch_manager/capacityScheduler.cpp"]
+
+
+def _move_pr(upstream: Path, number: str) -> str:
+    """The PR gains a commit, as when its author pushes a review fix."""
+    work = upstream.parent / "pr-work"
+    sh("git", "clone", "-q", upstream.as_uri(), work)
+    sh("git", "-C", work, "fetch", "-q", "origin", f"refs/pull/{number}/head")
+    sh("git", "-C", work, "checkout", "-q", "FETCH_HEAD")
+    with open(work / "tensorrt_llm/_torch/pyexecutor/reuse_policy.py", "a") as fh:
+        fh.write("# the reviewer asked for this line\n")
+    sh("git", "-C", work, "commit", "-qam", "[#18609][fix] Say why reuse stays off")
+    sh("git", "-C", work, "push", "-q", "origin", f"HEAD:refs/pull/{number}/head")
+    return git(work, "rev-parse", "HEAD")
+
+
+@pytest.mark.slow
+def test_a_pr_that_moved_is_replaced_in_place_and_range_diffed(tmp_path, upstream, checkout):
+    root = copy_root(tmp_path)
+    first = backport(root, "rc25", checkout, pr="19302")
+    assert not first.replaced and first.placed == "before 19514"
+    again = backport(root, "rc25", checkout, pr="19302")
+    assert again.replaced and not again.changed and again.range_diff.startswith("1:  ")
+    _move_pr(upstream, "19302")
+    moved = backport(root, "rc25", checkout, pr="19302")
+    ps = patchset.load(root, "rc25")
+    assert moved.replaced and [f.id for f in ps.fixes] == ["19302", "19514"] and len(ps.fix("19302").patches) == 2
+    assert "-:  ------- > 2:" in moved.range_diff and "Say why reuse stays off" in moved.range_diff
+
+
+def _hostile_pr(upstream: Path, number: str, make) -> None:
+    """refs/pull/<number>/head: one commit on main made by make(work tree, git)."""
+    work = upstream.parent / f"hostile-{number}"
+    sh("git", "clone", "-q", upstream.as_uri(), work)
+    message = make(work, lambda *a: sh("git", "-C", work, *a))
+    sh("git", "-C", work, "add", "-A")
+    sh("git", "-C", work, "commit", "-q", "-m", message or "[None][fix] Something")
+    sh("git", "-C", work, "push", "-q", "origin", f"HEAD:refs/pull/{number}/head")
+
+
+def _symlink(work, git):
+    (work / "tensorrt_llm" / "evil.py").symlink_to("/etc/passwd")
+
+
+def _executable(work, git):
+    f = work / "tensorrt_llm" / "run.py"
+    f.write_text("print('hi')\n")
+    f.chmod(0o755)
+
+
+def _submodule(work, git):
+    sub = work / "tensorrt_llm" / "sub"
+    sh("git", "init", "-q", sub)
+    sh("git", "-C", sub, "commit", "-q", "--allow-empty", "-m", "inside")  # git add -A adds it as a gitlink
+
+
+def _smuggled_diff(work, git):
+    (work / "tensorrt_llm" / "ok.py").write_text("x = 1\n")
+    return ("[None][fix] Fine\n\ndiff --git a/tensorrt_llm/_torch/pyexecutor/_util.py "
+            "b/tensorrt_llm/_torch/pyexecutor/_util.py\n--- a/x\n+++ b/x\n")
+
+
+@pytest.mark.parametrize("make, said", tiered((_symlink, "is a symlink"), (_executable, "becomes an executable"),
+                                              (_submodule, "is a submodule"),
+                                              (_smuggled_diff, "git reads as the start of a patch")))
+def test_an_untrusted_pr_is_refused_and_nothing_is_written(tmp_path, upstream, checkout, make, said):
+    _hostile_pr(upstream, "31337", make)
+    root = copy_root(tmp_path)
+    before = files(root, "rc25"), state_of(checkout)
+    with pytest.raises(BadInput, match=said) as exc:
+        backport(root, "rc25", checkout, pr="31337")
+    assert exc.value.code == 2
+    assert (files(root, "rc25"), state_of(checkout)) == before
+
+
+@pytest.mark.slow
+def test_a_commit_is_carried_by_its_id_after_our_fix_when_asked(tmp_path, upstream, checkout):
+    root = copy_root(tmp_path)
+    sha = git(upstream, "rev-parse", "refs/pull/19302/head")
+    res = backport(root, "main", checkout, commit=sha, after="19514")
+    ps = patchset.load(root, "main")
+    assert res.fix == sha[:12] and [f.id for f in ps.fixes] == ["19514", sha[:12]]
+    assert ps.fix(sha[:12]).patches[0].provenance["Applied-Upstream"] == f"{GITHUB}/commit/{sha}"
+    assert ps.patches[-1].name.startswith("0004-18609-")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kw, error, said", [
+    ({}, BadInput, "name the change"), ({"pr": "19450", "commit": "abc1234"}, BadInput, "one of them"),
+    ({"pr": "1x"}, BadInput, "not a pull request number"), ({"pr": "4242"}, NotFound, "no refs/pull/4242/head"),
+    ({"pr": "19302", "before": "7"}, NotFound, "no fix '7'"), ({"commit": "abc1234"}, BadInput, "full 40-hex id"),
+    ({"pr": "19302", "before": "19514", "after": "19514"}, BadInput, "not both"),
+])
+def test_bad_requests_change_nothing(tmp_path, checkout, kw, error, said):
+    root = copy_root(tmp_path)
+    before = files(root, "rc25"), state_of(checkout)
+    with pytest.raises(error, match=said):
+        backport(root, "rc25", checkout, **kw)
+    assert (files(root, "rc25"), state_of(checkout)) == before
+
+
+@pytest.mark.slow
+def test_the_one_fix_file_becomes_the_stack_form_with_its_comments(tmp_path, checkout):
+    root = copy_root(tmp_path)
+    old = (root / "patches" / "main" / "patchset.yaml").read_text()
+    backport(root, "main", checkout, pr="19302")
+    new = (root / "patches" / "main" / "patchset.yaml").read_text()
+    comments = [line.strip() for line in old.splitlines() if line.strip().startswith("#")]
+    assert [line.strip() for line in new.splitlines() if line.strip().startswith("#")] == comments
+    ours, was = patchset.load(root, "main").fix("19514"), patchset.load(ROOT, "main").fixes[0]
+    assert (ours.title, ours.expected, ours.pr, ours.tests) == (was.title, was.expected, was.pr, was.tests)

@@ -1,0 +1,241 @@
+"""make backport: an upstream pull request or commit becomes a fix of kind backport in
+patches/<target>/, all or nothing.
+
+The change is found upstream (change.py) and written as patches with DEP-3 trailers
+(patches.py); the new stack (before our own fixes, unless BEFORE/AFTER say where) must apply
+on the target's ref, 3-way with each change's own parent as merge base where needed; its
+patch files are then what make export writes from that stack (one numbering over the whole
+stack); the fix's tests are the test files the change adds or changes, and their
+expectations are measured there (measure.py). Everything is staged in scratch space and
+loaded as patchset.load loads a set; patches/<target>/ changes only at the end, in one
+atomic step, and only if nobody changed it meanwhile. The user's checkout is never changed:
+commits are fetched into no ref, trees are built in temporary indexes.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime
+import re
+import shutil
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from .. import atomic, patchset, scratch, series, stack
+from ..delta.run import Runner
+from ..errors import BadInput, Conflict, Hint
+from ..git import Repo, Sha
+from ..model import BACKPORT, Fix, PatchSet, Status, Tests, is_test_path
+from ..pr.export import without_index_lines
+from ..upstream import base_of, discard_clone, obtain, refuse_symlinked_paths
+from . import change as changes, measure, metadata, patches as patch_files
+
+_BUG = re.compile(r"^\[(?:#(\d+)|(https?://\S+?))\]")  # upstream's PR titles: [#<issue>][fix] ..., [https://nvbugs/<n>][fix] ...
+
+
+@dataclass
+class BackportResult:
+    target: str
+    fix: str
+    kind: str  # merged, open, commit
+    origin: str
+    ref: str
+    ref_commit: str
+    commits: list[str]
+    base: str
+    already: str = ""  # set when the ref has the change: why (nothing is written)
+    title: str = ""
+    replaced: bool = False  # a backport of the same id was in the stack
+    placed: str = ""  # where it went, as said to the user
+    stack: list[tuple[str, str, str]] = field(default_factory=list)  # (patch file, fix id, how it applied)
+    expected: dict = field(default_factory=dict)  # the fix's expectations, source mode
+    written: list[str] = field(default_factory=list)  # files of patches/<target>/, written or changed
+    removed: list[str] = field(default_factory=list)
+    range_diff: str = ""  # a replaced fix: git range-diff of its old patches against the new
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.written or self.removed)
+
+
+def backport(ps: PatchSet, *, root: Path, src: Path, url: str | None = None, pr: str | None = None,
+             commit: str | None = None, before: str | None = None, after: str | None = None,
+             today: str | None = None, runner: Runner | None = None) -> BackportResult:
+    """Carry pull request pr (or commit) as a backport fix of ps's stack; see the module."""
+    if (pr is None) == (commit is None):
+        raise BadInput("name the change: a pull request (PR=<number>) or a commit (COMMIT=<id>), one of them",
+                       setting="pr", hint=Hint.choose("pr"))
+    if before is not None and after is not None:
+        raise BadInput("say BEFORE or AFTER, not both", setting="before")
+    day = today or datetime.date.today().isoformat()
+    on_disk = _files(ps.root)  # what the run starts from: refused at the end if it moved
+    with contextlib.ExitStack() as held:
+        repo, cloned = obtain(ps, src, url, hold=held, command=f"backport {ps.target}")
+        try:
+            return _backport(ps, repo, root, on_disk, pr, commit, before, after, day, runner)
+        except BaseException:
+            if cloned:
+                discard_clone(src)
+            raise
+    raise AssertionError("unreachable")
+
+
+def _backport(ps: PatchSet, repo: Repo, root: Path, on_disk: dict[str, bytes], pr: str | None, commit: str | None,
+              before: str | None, after: str | None, today: str, runner: Runner | None) -> BackportResult:
+    ref, target = base_of(repo, ps)
+    web = changes.web_url(ps.upstream.url)
+    ch = changes.find_pr(repo, pr, web) if pr is not None else changes.find_commit(repo, commit or "", web)
+    old = next((f for f in ps.fixes if f.id == ch.fix_id), None)
+    if old is not None and old.ours:
+        raise BadInput(f"{ps.target}: fix {ch.fix_id} is one of our own fixes; a backport cannot replace it",
+                       setting="pr" if pr is not None else "commit")
+    subject = repo.commit_info(ch.commits[0]).subject
+    result = BackportResult(ps.target, ch.fix_id, ch.kind, ch.origin, ref, target, list(ch.commits), ch.base,
+                            title=re.sub(r"\s*\(#\d+\)\s*$", "", subject) if ch.kind == changes.MERGED else subject,
+                            replaced=old is not None)
+    landed = ch.upstream_commit or ch.head
+    if landed and changes.contains(repo, target, landed):
+        result.already = f"{landed[:12]} is in its history"
+        return result
+    bug = _bug(subject, web)
+    with scratch.folder("backport") as work:
+        made = patch_files.render(repo, ch, patch_files.trailers(ch, bug, today), work / "change")
+        tests = tuple(dict.fromkeys(fc.path for p in made for fc in p.files if fc.path and is_test_path(fc.path)))
+        fix = Fix(ch.fix_id, BACKPORT, result.title, bug or ch.origin, ch.origin, tuple(made),
+                  Status("not-needed", ch.commit_url or None), Tests(tests), {},
+                  upstream_commits=ch.commits, upstream_base=ch.base)
+        new = replace(ps, fixes=stack.insert(ps, fix, before=before, after=after))
+        result.placed = _placed(new, fix)
+        refuse_symlinked_paths(repo, target, new)
+        bases = list(dict.fromkeys([ps.upstream.recorded_base, *(f.upstream_base for f in new.fixes if f.upstream_base)]))
+        applied = series.apply_series(repo, target, new.patches, threeway=True, merge_bases=bases,
+                                      committer_date=series.THROWAWAY_DATE, announce="applying the new stack:")
+        mine = [o for o in applied.outcomes if stack.owner(new, o.patch).id == fix.id]
+        if len(mine) == len(fix.patches) and all(o.status == series.UPSTREAM for o in mine):
+            result.already = "every patch of it is there (each applies in reverse)"
+            return result
+        _refuse(repo, new, applied, ref, target)
+        names = _render(repo, target, applied, new, work / "stack")
+        result.stack = [(n, stack.owner(new, o.patch).id, o.status) for n, o in zip(names, applied.outcomes)]
+        series_of = {f.id: [n for n, (_n, fid, _s) in zip(names, result.stack) if fid == f.id] for f in new.fixes}
+        stage = _stage(root, ps, work / "root")
+        entry = _entry(fix, ch)
+        staged = _write_stage(stage, ps, new, names, work / "stack", series_of, entry)
+        result.expected = measure.expectations(repo, target, staged, staged.fix(fix.id), merge_bases=bases,
+                                               runner=runner)
+        staged = _write_stage(stage, ps, new, names, work / "stack", series_of,
+                              dict(entry, expected={"source": result.expected}))
+        if old is not None:
+            result.range_diff = _range_diff(repo, target, ps, old, applied, new, fix, bases)
+        files = _changes(ps.root, staged.root)
+        result.written = sorted(n for n, data in files.items() if data is not None)
+        result.removed = sorted(n for n, data in files.items() if data is None)
+        if files:
+            if _files(ps.root) != on_disk:
+                raise Conflict(f"patches/{ps.target} changed while backport ran; nothing written; run again")
+            atomic.write_all({ps.root / n: data for n, data in files.items()})
+    return result
+
+
+def _bug(subject: str, web: str) -> str:
+    """The bug an upstream title names ('[#18609][fix] ...'), as a URL; '' when it names none."""
+    m = _BUG.match(subject)
+    if not m:
+        return ""
+    return f"{web}/issues/{m[1]}" if m[1] else m[2]
+
+
+def _placed(ps: PatchSet, fix: Fix) -> str:
+    ids = [f.id for f in ps.fixes]
+    at = ids.index(fix.id)
+    if len(ids) == 1:
+        return "the only fix"
+    return f"before {ids[at + 1]}" if at + 1 < len(ids) else f"after {ids[at - 1]}"
+
+
+def _refuse(repo: Repo, ps: PatchSet, applied: series.SeriesResult, ref: str, target: Sha) -> None:
+    """Conflict unless every patch of the new stack applied (cleanly or 3-way): the error
+    names the fix, the patch, the file and the hunk, as apply does; nothing is written."""
+    for o in applied.outcomes:
+        owner = stack.owner(ps, o.patch)
+        if o.status == series.CONFLICT:
+            # As make check does: the plain probe names the hunk; the 3-way merge says why it did not help.
+            plain = series.apply_series(repo, target, ps.patches, committer_date=series.THROWAWAY_DATE)
+            drift = next((p.drift for p in plain.outcomes if p.patch is o.patch and p.drift), None)
+            said = f"{drift.one_line()}; {o.drift.reason}" if drift else o.drift.one_line()
+            raise Conflict(f"the stack with this backport does not apply on {ref} ({target[:12]}): fix {owner.id}: "
+                           f"{o.patch.name}: {said}; nothing written",
+                           details=series.drift_report(plain.outcomes), hint=Hint.radar(ps.target))
+        if o.status == series.UPSTREAM:
+            raise Conflict(f"fix {owner.id}: {o.patch.name} is already in {ref} ({target[:12]}); retire it from "
+                           f"the stack first; nothing written", hint=Hint.radar(ps.target))
+
+
+def _render(repo: Repo, target: Sha, applied: series.SeriesResult, ps: PatchSet, out: Path) -> list[str]:
+    """The new stack's patch files, as make export writes them from its commits on the ref."""
+    files = repo.format_series(f"{target}..{applied.tip}", out)
+    for f in files:
+        f.write_bytes(without_index_lines(f.read_bytes()))
+    if len(files) != len(ps.patches):  # one commit per patch: every patch applied
+        raise AssertionError(f"{len(files)} files for {len(ps.patches)} patches")
+    return [f.name for f in files]
+
+
+def _stage(root: Path, ps: PatchSet, dest: Path) -> Path:
+    """A copy of the target's set (and its waiver intent) to build the new one in."""
+    shutil.copytree(ps.root, dest / "patches" / ps.target)
+    waivers = root / "waivers" / f"{ps.target}.yaml"
+    if waivers.is_file():
+        (dest / "waivers").mkdir()
+        shutil.copy2(waivers, dest / "waivers" / waivers.name)
+    return dest
+
+
+def _write_stage(stage: Path, ps: PatchSet, new: PatchSet, names: list[str], rendered: Path,
+                 series_of: dict[str, list[str]], entry: dict) -> PatchSet:
+    """The staged set with the new stack's files and metadata, loaded as any set is."""
+    folder = stage / "patches" / ps.target
+    for p in ps.patches:
+        (folder / p.name).unlink(missing_ok=True)
+    for n in names:
+        shutil.copy2(rendered / n, folder / n)
+    meta = folder / patchset.METADATA
+    text = metadata.rewrite((ps.root / patchset.METADATA).read_text(), f"patches/{ps.target}/{patchset.METADATA}",
+                            first_id=ps.fixes[0].id, order=[f.id for f in new.fixes], series=series_of, entry=entry)
+    meta.write_text(text)
+    return patchset.load(stage, ps.target)
+
+
+def _entry(fix: Fix, ch: changes.Change) -> dict:
+    """The fix's fields in patchset.yaml (its series is set with the others')."""
+    return {"id": fix.id, "kind": BACKPORT, "title": fix.title, "bug": fix.bug, "origin": fix.origin,
+            "upstream_commits": list(ch.commits), "upstream_base": ch.base, "series": [],
+            "status": {"forwarded": "not-needed", "applied_upstream": ch.commit_url or None},
+            "tests": {"regression": list(fix.tests.regression), "neighbours": []}}
+
+
+def _range_diff(repo: Repo, target: Sha, old_ps: PatchSet, old: Fix, applied: series.SeriesResult,
+                new: PatchSet, fix: Fix, bases: list[str]) -> str:
+    """The range-diff of the fix's old patches against its new ones, each as commits on the ref."""
+    upto = [p for f in old_ps.fixes[:old_ps.fixes.index(old) + 1] for p in f.patches]
+    was = series.apply_series(repo, target, upto, threeway=True, merge_bases=bases,
+                              committer_date=series.THROWAWAY_DATE)
+    if not was.ok:
+        return f"(no range-diff: the old patches of {old.id} no longer apply on {target[:12]})"
+    commits = [o.commit for o in applied.outcomes]
+    at = [i for i, o in enumerate(applied.outcomes) if stack.owner(new, o.patch).id == fix.id]
+    new_base = commits[at[0] - 1] if at[0] else target
+    old_tip = was.outcomes[-1].commit
+    old_base = was.outcomes[-len(old.patches) - 1].commit if len(was.outcomes) > len(old.patches) else target
+    return repo.range_diff(f"{old_base}..{old_tip}", f"{new_base}..{commits[at[-1]]}")
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()} if folder.is_dir() else {}
+
+
+def _changes(real: Path, staged: Path) -> dict[str, bytes | None]:
+    """{file name: new bytes, or None: removed} for patches/<target>/ to become the staged set."""
+    now, then = _files(real), _files(staged)
+    out: dict[str, bytes | None] = {n: None for n in now if n not in then}
+    out.update({n: data for n, data in then.items() if now.get(n) != data})
+    return out
