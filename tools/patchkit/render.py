@@ -159,9 +159,14 @@ def demo_result(r) -> str:
 
 
 def workflow_result(r) -> str:
-    state = ("stale: make workflow would change it" if r.changed else "up to date") if r.check else \
-        ("written" if r.changed else "unchanged")
-    out = [f"{r.path}: {state}; jobs {', '.join(r.jobs)}; targets {', '.join(r.targets)}"]
+    def state(path: str) -> str:
+        changed = path in r.changed_files
+        return ("stale: make workflow would change it" if changed else "up to date") if r.check else \
+            ("written" if changed else "unchanged")
+    out = [f"{r.path}: {state(r.path)}; jobs {', '.join(r.jobs)}; targets {', '.join(r.targets)}"]
+    if r.config_path:
+        out.append(f"{r.config_path}: {state(r.config_path)}; self-hosted runner labels for actionlint: "
+                   f"{', '.join(r.runner_labels) or 'none'}")
     if r.steps_left_out:
         out.append(f"left out (no such make target yet): {', '.join(r.steps_left_out)}")
     return "\n".join(out)

@@ -18,6 +18,10 @@ from .. import patchset, schema as S
 from ..errors import BadInput, Hint, NotFound
 
 OUTPUT = Path(".github/workflows/patchkit.yml")
+# actionlint (in many pre-commit configs) knows GitHub's hosted runners' labels and not a
+# self-hosted runner's own: its config file declares those, or it reports `label "gpu" is
+# unknown` on the container job (#27 item 9).
+ACTIONLINT_CONFIG = Path(".github/actionlint.yaml")
 TEMPLATE = "patchkit.yml.j2"
 DEFAULT_GPU_RUNNER = ("self-hosted", "gpu")
 PYTHON = "3.12"
@@ -41,12 +45,15 @@ _LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 @dataclass(frozen=True)
 class WorkflowResult:
     path: str
-    changed: bool  # the file differed from what was rendered (check: it is stale)
+    changed: bool  # a file differed from what was rendered (check: it is stale)
     check: bool
     targets: list[str]
     container_targets: list[str]
     jobs: list[str]
     steps_left_out: list[str]  # make targets the jobs would call that the Makefile lacks
+    config_path: str = ""  # .github/actionlint.yaml: the self-hosted runner's labels for actionlint
+    runner_labels: tuple[str, ...] = ()  # the labels it declares
+    changed_files: tuple[str, ...] = ()  # which of the two differed
 
     @property
     def ok(self) -> bool:
@@ -108,18 +115,37 @@ def render(root: Path, gpu_runner: list[str] | None = None) -> tuple[str, Workfl
     return text, WorkflowResult(str(root / OUTPUT), False, False, targets, container_targets, jobs, missing)
 
 
+def actionlint_config(labels: list[str]) -> tuple[str, tuple[str, ...]]:
+    """actionlint's config declaring the container job's self-hosted runner labels, and those labels."""
+    own = tuple(x for x in labels if x != "self-hosted")  # actionlint knows self-hosted itself
+    lines = ["# Written by make workflow (patchkit): actionlint, run in this repository, learns here the",
+             "# labels of the self-hosted runner the container job asks for (GPU_RUNNER), which it",
+             "# cannot know otherwise. make workflow GPU_RUNNER=... rewrites it with the job.",
+             "self-hosted-runner:", "  labels:" + ("" if own else " []")]
+    return "\n".join(lines + [f"    - {json.dumps(x)}" for x in own]) + "\n", own
+
+
 def write(root: Path, gpu_runner: list[str] | None = None, check: bool = False) -> WorkflowResult:
-    """Render the workflow; write it (atomically) unless checking; say whether it changed."""
+    """Render the workflow and actionlint's config; write them (atomically) unless checking; say
+    whether they changed."""
     path = root / OUTPUT
     old = path.read_text(encoding="utf-8") if path.is_file() else None
-    text, res = render(root, gpu_runner or (_labels_in(old) if old else None))
-    changed = old != text
-    if changed and not check:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-    return WorkflowResult(res.path, changed, check, res.targets, res.container_targets, res.jobs, res.steps_left_out)
+    labels = gpu_runner or (_labels_in(old) if old else None)
+    text, res = render(root, labels)
+    config, own = actionlint_config(labels or list(DEFAULT_GPU_RUNNER))
+    changed = []
+    for rel, new in ((OUTPUT, text), (ACTIONLINT_CONFIG, config)):
+        dest = root / rel
+        if (dest.read_text(encoding="utf-8") if dest.is_file() else None) == new:
+            continue
+        changed.append(str(dest))
+        if not check:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            tmp = dest.with_name(f".{dest.name}.tmp")
+            tmp.write_text(new, encoding="utf-8")
+            tmp.replace(dest)
+    return WorkflowResult(res.path, bool(changed), check, res.targets, res.container_targets, res.jobs,
+                          res.steps_left_out, str(root / ACTIONLINT_CONFIG), own, tuple(changed))
 
 
 def _labels_in(text: str) -> list[str] | None:
