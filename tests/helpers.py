@@ -5,6 +5,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,8 +13,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 # make lint's hook environments and verdicts: one warm cache for every test (and the commands
-# they run), as a user keeps theirs between runs; .ci/run warms it.
-LINT_CACHE = ROOT / "build" / "lint" / "cache"
+# they run), as a user keeps theirs between runs: make lint's own default, beside the hook tools'
+# wheels in .venv (never in the project's build/); make test's setup warms it (Makefile).
+LINT_CACHE = Path(sys.prefix).resolve() / "lint-cache"
 
 
 def _hook_tools_skip():
@@ -100,7 +102,7 @@ def render_waives(entries) -> str:
 
 def lint_of(checkout, target: str, root=ROOT) -> dict:
     """make lint's report of a set on a checkout, by the real hooks (their environments and the
-    verdict memo are shared under build/lint/cache, so a repeat is quick): make pr ticks
+    verdict memo are shared in .venv/lint-cache, so a repeat is quick): make pr ticks
     "coding guidelines" only from a lint of that series at that commit."""
     from patchkit import patchset
     from patchkit.git import Repo

@@ -180,8 +180,8 @@ def _pr(root, args):
     with _locked(repo, f"pr {ps.target}"):
         # The series' files through upstream's own pre-commit hooks first: "coding guidelines"
         # is ticked from this run, for this series at this commit, or not at all.
-        linted = lint_cmd.lint(ps, repo=repo, report=(root / "build" / "lint" / f"{ps.target}.json").resolve(),
-                               cache=lint_cmd.default_cache(root))
+        # Its report goes with the PR's title and body (<out>/lint.json), not over make lint's own.
+        linted = lint_cmd.lint(ps, repo=repo, report=None, cache=lint_cmd.default_cache(root))
         return pr_branch.pr(ps, repo=repo,
                             report=(args.report or root / "build" / "delta" / f"{ps.target}.json").resolve(),
                             out_dir=(args.out or root / "build" / "pr" / ps.target).resolve(), signoff=args.signoff,
@@ -310,7 +310,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
              arg("--report", "REPORT", "where to write the JSON report (default: build/lint/<target>.json)", type=Path),
              arg("--fix", "FIX", "put the formatters' changes into the series' commits and patches/<target>",
                  action="store_true"),
-             arg("--cache", None, "the hook environments, mirrors and verdicts (default: $PATCHKIT_LINT_CACHE, else build/lint/cache)", type=Path)),
+             arg("--cache", None, "the hook environments, mirrors and verdicts (default: $PATCHKIT_LINT_CACHE, else .venv/lint-cache)", type=Path)),
             _lint, render.lint_result,
             "make lint TRTLLM=main FIX=1\npatchkit lint --target main --src build/trtllm-main --fix",
             lambda res: _mismatch_unless(res.ok)),

@@ -75,11 +75,13 @@ class LintResult:
         return []
 
 
-def default_cache(root: Path) -> Path:
-    """Where the hook environments, mirrors and verdicts live: $PATCHKIT_LINT_CACHE, else the
-    project's build/lint/cache (installing the tools is the slow part; keep it between runs)."""
+def default_cache(root: Path) -> Path:  # noqa: ARG001 - the project no longer decides it (#27 item 7)
+    """Where the hook environments, mirrors and verdicts live: $PATCHKIT_LINT_CACHE, else beside
+    the wheelhouse they are installed from, in the environment make setup made (.venv/lint-cache).
+    Installing the tools is the slow part: the cache is kept with the tools, not in build/, which
+    holds the reports (the tests share it too, and so write nothing into build/)."""
     env = os.environ.get("PATCHKIT_LINT_CACHE")
-    return Path(env).resolve() if env else (root / "build" / "lint" / "cache").resolve()
+    return Path(env).resolve() if env else (Path(sys.prefix) / "lint-cache").resolve()
 
 
 def wheelhouse() -> Path:
@@ -87,9 +89,10 @@ def wheelhouse() -> Path:
     return Path(sys.prefix) / "wheelhouse"
 
 
-def lint(ps: PatchSet, *, repo: Repo, report: Path, cache: Path, fix: bool = False,
+def lint(ps: PatchSet, *, repo: Repo, report: Path | None, cache: Path, fix: bool = False,
          house: Path | None = None) -> LintResult:
-    """Run upstream's hooks on the series' files at the target's ref; write the JSON report."""
+    """Run upstream's hooks on the series' files at the target's ref; write the JSON report
+    (report None: the caller keeps it, as make pr does in the PR's folder)."""
     house = house or wheelhouse()
     ref, base = base_of(repo, ps)
     with progress.step(f"applying the {ps.target} series on {ref} for the lint"):
@@ -97,7 +100,7 @@ def lint(ps: PatchSet, *, repo: Repo, report: Path, cache: Path, fix: bool = Fal
     res.raise_on_conflict(f" to {base[:12]}")
     tip = res.tip
     files = [p for p in ps.touched_paths if repo.show_file(tip, p) is not None]
-    result = LintResult(ps.target, ps.upstream.ref, base, ps.content_hash, files, [], [], {}, {}, report=str(report),
+    result = LintResult(ps.target, ps.upstream.ref, base, ps.content_hash, files, [], [], {}, {}, report=str(report or ""),
                         fix_requested=fix)
     # In a cold one-commit blobless clone these blobs are not here yet: fetched alone, watched.
     with progress.step("fetching upstream's hook configuration and the tools' settings at the ref"):
@@ -278,7 +281,9 @@ def as_dict(result: LintResult) -> dict:
     return data
 
 
-def _write(result: LintResult, report: Path) -> LintResult:
+def _write(result: LintResult, report: Path | None) -> LintResult:
+    if report is None:
+        return result
     report.parent.mkdir(parents=True, exist_ok=True)
     atomic.write_text(report, json.dumps(as_dict(result), indent=2, sort_keys=True) + "\n")
     return result

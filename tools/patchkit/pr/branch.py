@@ -1,6 +1,7 @@
 """make pr: a signed-off branch with the series, the PR title and body, from a measured delta."""
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -111,6 +112,9 @@ def pr(ps: PatchSet, *, repo: Repo, report: Path, out_dir: Path, signoff: str | 
         (fresh / "patches").mkdir()
         (fresh / "title.txt").write_text(pr_title + "\n")
         (fresh / "body.md").write_text(text)
+        if lint is not None:  # the lint verdict the checklist was answered from, with the PR it answers
+            (fresh / "lint.json").write_text(json.dumps({**lint, "report": str(out_dir / "lint.json")}, indent=2,
+                                                        sort_keys=True) + "\n")
         written = repo.format_series(f"{base}..{res.tip}", fresh / "patches")
     # The branch moves last, once everything it stands for is written; the record of what
     # make pr made comes first, naming the tip before and after, so a kill in between is no

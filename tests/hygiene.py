@@ -1,0 +1,115 @@
+"""The suite's hygiene check: a run of the tests leaves the project's build/ and /tmp as it found them.
+
+The tests write only under their temporary folders (DEVELOPERS.md); the user's build/ holds
+their own reports, which make summary reads (#27 item 7: `make test` wrote build/lint/rc25.json
+there, over whatever report was in its place). conftest.py takes a snapshot when the session
+starts and compares when it ends; any difference fails the run, named path by path.
+
+build/ is compared exactly: every entry's kind, size and modification time, directories
+included (a file made and removed again still changes its folder). /tmp is shared with every
+other program of the machine, which make and remove their own entries while the tests run:
+there the check is for what a test can leave, new top-level entries named as this suite's
+programs name theirs (patchkit's scratch folders and crash logs, Python's tempfile, pytest's
+own folder, which conftest.py removes after a green run), less a scratch folder that a running
+patchkit still holds (another program's: when the check runs, every process of the session has
+ended) and what comes and goes within a few seconds.
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from helpers import ROOT
+
+BUILD = ROOT / "build"
+TMP = Path("/tmp")
+# How the programs the tests start name what they put in a temporary folder: patchkit-<kind>-*
+# and patchkit-crash-*.log (scratch.py, cli.py), tmp* (Python's tempfile, pre-commit, pip's
+# build backends), pytest-of-<user> (pytest's base; the session's own folder goes after a green run).
+OURS = ("patchkit", ".patchkit", "tmp", "pytest-of-")
+
+
+def _tree(top: Path) -> dict[str, tuple]:
+    out: dict[str, tuple] = {}
+    if not top.exists() and not top.is_symlink():
+        return out
+    st = top.lstat()
+    out["."] = ("dir", st.st_mtime_ns)
+    for dirpath, dirnames, filenames in os.walk(top):
+        for name in dirnames + filenames:
+            path = Path(dirpath) / name
+            try:
+                st = path.lstat()
+            except FileNotFoundError:
+                continue
+            rel = path.relative_to(top).as_posix()
+            if path.is_symlink():
+                out[rel] = ("link", os.readlink(path))
+            elif path.is_dir():
+                out[rel] = ("dir", st.st_mtime_ns)
+            else:
+                out[rel] = ("file", st.st_size, st.st_mtime_ns)
+    return out
+
+
+def _tmp_names() -> set[str]:
+    base = TMP if TMP.is_dir() else Path(tempfile.gettempdir())
+    try:
+        return {e.name for e in os.scandir(base)}
+    except OSError:
+        return set()
+
+
+def snapshot() -> dict:
+    return {"build": _tree(BUILD), "tmp": _tmp_names()}
+
+
+def _live(name: str) -> bool:
+    """A scratch folder a running patchkit holds (scratch.py's lock): another program's, at work.
+    When the check runs, every process of this session has ended."""
+    from patchkit import scratch
+    try:
+        fd = os.open(TMP / name / scratch.HELD, os.O_RDWR | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def _left_in_tmp(before: set[str], after: set[str]) -> list[str]:
+    new = {n for n in after - before if n.startswith(OURS) and not _live(n)}
+    for _ in range(3):  # what another program is still making or removing comes and goes
+        if not new:
+            break
+        time.sleep(1)
+        new &= _tmp_names()
+    return sorted(new)
+
+
+def compare(before: dict, after: dict) -> dict[str, list[str]]:
+    """What changed: build/ entries added, removed or changed; new entries of ours in /tmp."""
+    b, a = before["build"], after["build"]
+    changes = {
+        "added to build/": sorted(set(a) - set(b)),
+        "removed from build/": sorted(set(b) - set(a)),
+        "changed in build/": sorted(k for k in set(a) & set(b) if a[k] != b[k]),
+        "left in /tmp": _left_in_tmp(before["tmp"], after["tmp"]),
+    }
+    return {k: v for k, v in changes.items() if v}
+
+
+def describe(changes: dict[str, list[str]], most: int = 20) -> list[str]:
+    lines = []
+    for what, paths in changes.items():
+        where = BUILD if "build/" in what else TMP
+        shown = [str(where / p) if p != "." else str(where) for p in paths[:most]]
+        lines.append(f"{what} ({len(paths)}): " + ", ".join(shown) + (" ..." if len(paths) > most else ""))
+    return lines
