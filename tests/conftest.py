@@ -88,6 +88,7 @@ def pytest_sessionfinish(session, exitstatus):
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         lines = hygiene.describe(changes)
         if reporter is not None:
+            reporter.ensure_newline()
             reporter.write_sep("=", "hygiene: the tests wrote outside their temporary folders", red=True)
             for line in lines:
                 reporter.write_line(line)
