@@ -110,7 +110,9 @@ def _grow(root: Path, repo: Repo, commits: int, touched: int) -> tuple[str, str]
     texts: dict[str, list[str]] = {}
     touches = sorted(rng.sample(range(1, commits), touched))
     fix_at, offset_at = touches[int(touched * 0.6)], touches[int(touched * 0.2)]
-    out, mark, start = [], 0, 1_700_000_000 + 3600 * 6000
+    # Dated after the tip, a minute apart, as upstream's commits land: radar fetches the range by
+    # date as it does on a real upstream (the clone section's drift commit is dated now).
+    out, mark, start = [], 0, int(repo.commit_info(tip).author_date.split(" ")[0]) + 60
     for c in range(commits):
         changes: dict[str, str] = {}
         for p in rng.sample(pool, rng.randint(1, 4)):

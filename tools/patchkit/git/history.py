@@ -18,25 +18,48 @@ from .transfer import _transfer
 TREE_MODE = "40000"
 _ENTRY = re.compile(rb"([0-7]+) ([^\0]*)\0(.{20})", re.S)  # a raw tree's entries, one after the other
 Files = dict[str, tuple[str, str]]  # {path: (mode, blob id)}
+_NOTHING_SELECTED = "no commits selected for shallow requests"  # upload-pack: every commit is older
+
+
+def _timestamp(date: str) -> int:
+    """An ISO 8601 date with its offset (what fetch_history is given) as seconds since the epoch."""
+    return int(datetime.datetime.fromisoformat(date).timestamp())
 
 
 class HistoryMixin:
     """What make radar asks of a repository."""
 
-    def fetch_history(self, rev: Sha, since_date: str, trees: bool = True) -> None:
+    def fetch_history(self, rev: Sha, since_date: str, trees: bool = True) -> bool:
         """In a shallow clone, the history behind rev back to since_date (git's --shallow-since),
         never a blob of it in a partial clone (its filter), and with trees=False there not a
         tree either: commits only (files_at reads the few trees it needs). rev is fetched by
         id into no ref at all: the user's refs do not move, and a run killed after the fetch
-        leaves no ref of ours behind."""
+        leaves no ref of ours behind.
+
+        False when nothing of rev's history is that recent (rev itself committed before
+        since_date, a quiet branch or a clock set apart): git would select no commit and fail
+        ("no commits selected for shallow requests"), so nothing is fetched; the caller
+        fetches what it needs by count (deepen)."""
         if not self.is_shallow():
-            return
+            return True
+        if int(self._out("log", "-1", "--format=%ct", rev)) < _timestamp(since_date):
+            return False
         args = ["fetch", "--no-tags", "--no-write-fetch-head", f"--shallow-since={since_date}"]
+        args += self._history_filter(trees)
+        res = _transfer(self._runner, [*args, "origin", rev], f"fetching the history since {since_date}",
+                        check=False, remote=self._origin())
+        if res.returncode == 0:
+            return True
+        if _NOTHING_SELECTED in res.stderr:  # git's own reading of the dates had the last word
+            return False
+        raise GitError(list(res.cmd), res.returncode, res.text, res.stderr, str(self.path))
+
+    def _history_filter(self, trees: bool) -> list[str]:
+        """The filter a fetch of history takes: the clone's own, tree:0 for commits alone."""
         filt = self.config_get("remote.origin.partialclonefilter")
-        if filt:
-            args.append("--filter=tree:0" if not trees and self.is_partial() else f"--filter={filt}")
-        _transfer(self._runner, [*args, "origin", rev], f"fetching the history since {since_date}",
-                  remote=self._origin())
+        if not filt:
+            return []
+        return ["--filter=tree:0" if not trees and self.is_partial() else f"--filter={filt}"]
 
     def is_ancestor(self, ancestor: str, rev: str) -> bool:
         res = self._run("merge-base", "--is-ancestor", ancestor, rev, check=False)

@@ -84,10 +84,13 @@ class TransferMixin:
         self._run("update-ref", "-d", tmp)
         return sha
 
-    def deepen(self, commits: int) -> bool:
-        """commits more of history behind a shallow clone's edge; False when there is no more."""
+    def deepen(self, commits: int, trees: bool = True) -> bool:
+        """commits more of history behind a shallow clone's edge; False when there is no more.
+        With trees=False, in a partial clone, the commits alone (filter tree:0)."""
         before = self._out("rev-list", "--count", "--all")
-        res = _transfer(self._runner, ["fetch", "--no-tags", f"--deepen={commits}", "origin"],
+        filt = self.config_get("remote.origin.partialclonefilter")
+        args = [f"--filter={'tree:0' if not trees and self.is_partial() else filt}"] if filt else []
+        res = _transfer(self._runner, ["fetch", "--no-tags", f"--deepen={commits}", *args, "origin"],
                         f"fetching {commits} more commits of history", check=False, remote=self._origin())
         return res.returncode == 0 and self._out("rev-list", "--count", "--all") != before
 

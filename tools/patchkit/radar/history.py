@@ -1,7 +1,8 @@
 """The range a radar looks at, and the commits in it that can change the set's status.
 
 SINCE..UNTIL on upstream's first-parent history. In the one-commit clone (depth 1, no blobs)
-the history is fetched as far back as SINCE's date only, as commits alone (filter tree:0);
+the history is fetched as far back as SINCE's date only, as commits alone (filter tree:0;
+by count where the date selects none, so that any clone answers as the full repository);
 then, for every commit of the range, only the trees on the way to the set's paths, a level
 at a time in one batch each: they tell which commits touch the set's files, and leave their
 blob ids. Those blobs are fetched later, and only for the states that need them.
@@ -17,7 +18,9 @@ from ..errors import BadInput, Hint, NotFound
 from ..git import Repo, Sha, ZERO
 from ..model import PatchSet, pytest_config_on_the_way
 
-DEEPEN_LIMIT = 4096  # commits fetched beyond SINCE's date when a commit on the way is dated earlier
+# Where fetching by date falls short, history is fetched by count: DEEPEN_STEP commits, then
+# twice as many each time (at most DEEPEN_LIMIT at once), as far as the range needs.
+DEEPEN_STEP, DEEPEN_LIMIT = 64, 4096
 
 
 @dataclass(frozen=True)
@@ -81,11 +84,12 @@ def resolve(ps: PatchSet, repo: Repo, until_ref: str, until: Sha, since_given: s
             raise NotFound(f"{ps.target}: its recorded base {since_rev} is not a commit of {_where(repo)} and "
                            f"verified_on has no date", setting="since", hint=Hint.choose("since"))
         end = f"{day}T23:59:59+00:00"
+        # Nothing of until's history since that day (a quiet branch): until is the ref as it was.
         repo.fetch_history(until, f"{day}T00:00:00+00:00", trees=False)
         since = repo.first_parent_before(until, end)
-        deepened = 0
-        while since is None and repo.is_shallow() and deepened < DEEPEN_LIMIT and repo.deepen(64):
-            deepened += 64
+        step = DEEPEN_STEP
+        while since is None and repo.is_shallow() and repo.deepen(step, trees=False):
+            step = min(2 * step, DEEPEN_LIMIT)
             since = repo.first_parent_before(until, end)
         if since is None:
             raise NotFound(f"no commit of {until_ref} is dated on or before {day} (verified_on)", setting="since",
@@ -118,13 +122,15 @@ def _date_of(repo: Repo, sha: Sha) -> str:
 
 def _history_back_to(repo: Repo, until: Sha, since: Sha, date: str) -> None:
     """Make since..until walkable: in a shallow clone, fetch until's history from since's date;
-    deepen further while a commit on the way is dated earlier (clock skew, a rebased branch)."""
+    where that selects nothing (until committed before since's date: clocks set apart) or
+    stops short (a commit on the way dated earlier, a rebased branch), fetch the range's
+    commits by count, doubling, until since is reached or history ends."""
     if not repo.is_shallow() or repo.is_ancestor(since, until):
         return
     repo.fetch_history(until, date, trees=False)
-    deepened = 0
-    while not repo.is_ancestor(since, until) and deepened < DEEPEN_LIMIT and repo.deepen(64):
-        deepened += 64
+    step = DEEPEN_STEP
+    while not repo.is_ancestor(since, until) and repo.deepen(step, trees=False):
+        step = min(2 * step, DEEPEN_LIMIT)
 
 
 def _verified_day(ps: PatchSet) -> str | None:
