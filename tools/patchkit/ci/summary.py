@@ -102,9 +102,12 @@ _RADAR = S.record({"target": S.string(), "since": _COMMIT, "until": _COMMIT, "ch
 
 
 def _radar_row(d: dict) -> tuple[str, str, str, str, str]:
-    """make radar: measured up to its UNTIL commit; changed means the set's status moved since SINCE."""
+    """make radar: measured up to its UNTIL commit; changed means the set's status moved since SINCE;
+    a set that needed work already at SINCE (and radar exited 1 for it) is not "unchanged"."""
     counts = f"{d['commits_in_range']} commits since {d['since']['commit'][:12]}"
-    return d["target"], "radar", d["until"]["commit"], counts, f"changed: {d['action']}" if d["changed"] else "unchanged"
+    said = (f"changed: {d['action']}" if d["changed"] else
+            "unchanged" if d["action"] == "nothing" else f"already at SINCE: {d['action']}")
+    return d["target"], "radar", d["until"]["commit"], counts, said
 
 
 _LINT = S.record({"target": S.string(), "upstream_commit": S.string(), "patch_set": S.string(),

@@ -55,8 +55,10 @@ class DeltaResult:
 
     @property
     def hints(self) -> list[Hint]:
-        """Tests that could not run here run in container mode."""
-        return [Hint.run(None, mode="container")] if self.not_run and self.mode != "container" else []
+        """Tests that could not run here run in container mode; the commit that fixed the bug
+        upstream is the one make radar bisects the set's tests to."""
+        return ([Hint.run(None, mode="container")] if self.not_run and self.mode != "container" else []) + (
+            [Hint.radar(self.target)] if self.fixed_upstream is not None else [])
 
 
 def _tree_summary(run: TreeRun) -> dict:
@@ -94,7 +96,9 @@ def delta(ps: PatchSet, *, repo: Repo, mode: str, report: Path, runner: Runner |
         measured = upstreamfix.measure(ps, repo, base, pre.outcomes, runner if mode == "source" else None)
         if measured and measured[0].fixed:
             return _fixed_upstream(ps, mode, ref, base, report, *measured)
-        pre.raise_on_conflict(f" to {base[:12]}", f"; {measured[0].summary()}" if measured else "")
+        # Where the set stopped applying, and what it needs (refresh, rework, retire): make radar.
+        pre.raise_on_conflict(f" to {base[:12]}", hint=Hint.radar(ps.target),
+                              note=measured[0].summary() if measured else "")
     with scratch.folder("delta") as work:
         paths = trees.existing_paths(repo, base, ps, sorted(set(ps.touched_paths) | set(tests)))
         if mode == "container":  # the image's installed package is under test, not a copy in the tree

@@ -9,7 +9,7 @@ declares for its patched tree. If upstream alone already gives that, upstream fi
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -42,9 +42,9 @@ class UpstreamFix:
     counts: tuple[FileCount, ...]
     retire: tuple[str, ...]  # the set's fix patches that upstream's own fix replaces
     keep: tuple[str, ...]  # the set's test-only patches upstream does not have
-    last_change: str  # the newest upstream commit that touched the retired patches' files
     why_not: str = ""  # when not fixed: what the measurement said
     patchset_file: str = ""
+    keep_docs: tuple[tuple[str, str], ...] = ()  # docs patches upstream's fix leaves to do: (patch, its page)
 
     def summary(self) -> str:
         """'fixed upstream: test_x.py passes without the set (30/30)', or why it is not."""
@@ -54,13 +54,48 @@ class UpstreamFix:
         return f"not fixed upstream: {self.why_not}"
 
     def advice(self) -> str:
-        """What to do, in the set's own terms."""
-        where = self.patchset_file or f"patches/{self.target}/patchset.yaml"
-        said = (f"retire {', '.join(self.retire)}: drop it from the series and record the upstream commit that "
-                f"fixed it (the last to change its files is {self.last_change[:12]}) in status.applied_upstream of {where}")
-        if self.keep:
-            said += f"; keep {', '.join(self.keep)} as a PR if upstream has no test of its own"
-        return said
+        """What to do, in the set's own terms. The commit that fixed it is the one the set's
+        tests bisect to (make radar), never guessed here from which commit changed the files."""
+        return advice(self.patchset_file or f"patches/{self.target}/patchset.yaml", self.retire, self.keep,
+                      self.keep_docs)
+
+
+def advice(where: str, retire: Sequence[str], keep: Sequence[str], keep_docs: Sequence[tuple[str, str]],
+           commit: str = "", unknown: str = "radar bisects the set's tests to it") -> str:
+    """What to do when upstream fixed the bug: retire the fix patches and record the commit
+    that fixed it (commit; else say how to find it: unknown), keep what upstream still lacks.
+    One wording for check, apply, delta and radar."""
+    record = (f"record {commit[:12]} in status.applied_upstream of {where}" if commit else
+              f"record the upstream commit that fixed it in status.applied_upstream of {where} ({unknown})")
+    said = [f"retire {', '.join(retire)}: drop {'them' if len(retire) > 1 else 'it'} from the series and {record}"
+            if retire else record]
+    if keep:
+        said.append(f"keep {', '.join(keep)} as a PR if upstream has no test of its own")
+    said += [f"keep {name} as a PR: {page} still says what the set's pr.docs phrases describe" for name, page in keep_docs]
+    return "; ".join(said)
+
+
+def disposition(ps: PatchSet, repo: Repo, commit: Sha, statuses: Mapping[str, str]
+                ) -> tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """What upstream's own fix at commit leaves of the set, from each patch's series status
+    there: (the fix patches to retire, the test-only patches to keep, the docs patches to keep
+    with the page each still has to change). Test-only patches that still apply are kept. A
+    docs patch (every file under docs/) that still applies cleanly is kept while a page it
+    changes still holds one of the set's pr.docs phrases: upstream's fix left that page
+    describing the old behaviour. Every other fix patch is retired."""
+    keep = tuple(p.name for p in ps.patches if p.tests_only and statuses.get(p.name) in (series.APPLIED, series.THREEWAY))
+    retire: list[str] = []
+    docs: list[tuple[str, str]] = []
+    for p in ps.patches:
+        if p.tests_only:
+            continue
+        pages = [f for f in p.paths if ps.pr.docs and repo.grep_files(commit, ps.pr.docs, f)] if (
+            statuses.get(p.name) == series.APPLIED and p.paths and all(f.startswith("docs/") for f in p.paths)) else []
+        if pages:
+            docs.append((p.name, pages[0]))
+        else:
+            retire.append(p.name)
+    return tuple(retire), keep, tuple(docs)
 
 
 def needs_probe(outcomes: Sequence[series.Outcome]) -> bool:
@@ -84,18 +119,17 @@ def measure(ps: PatchSet, repo: Repo, base: Sha, outcomes: Sequence[series.Outco
         return None
     test_patches = [p for p in ps.patches if p.tests_only]
     res = series.apply_series(repo, base, test_patches, committer_date=series.THROWAWAY_DATE, stop_on_conflict=False)
-    kept = tuple(o.patch.name for o in res.outcomes if o.status in (series.APPLIED, series.THREEWAY))
-    retire = tuple(o.patch.name for o in outcomes if not o.patch.tests_only and o.status != series.APPLIED)
-    touched = sorted({p for o in outcomes if o.patch.name in retire for p in o.patch.paths})
-    last = repo.log_paths(base, touched, 1) if touched else []
+    statuses = {o.patch.name: o.status for o in outcomes}
+    statuses.update({o.patch.name: o.status for o in res.outcomes})  # the test-only ones, as the probe's tree has them
+    retire, kept, docs = disposition(ps, repo, base, statuses)
     present = {name for _m, _t, name in repo.ls_tree(res.tip, "", recursive=True)}
     paths = [p for p in trees.existing_paths(repo, base, ps, sorted(set(ps.touched_paths) | set(tests)))
              if p in present]
     runnable = [t for t in tests if t in present]
 
     def verdict(fixed: bool, counts: tuple[FileCount, ...], why: str = "") -> UpstreamFix:
-        return UpstreamFix(ps.target, base, fixed, counts, retire, kept, last[0] if last else base, why,
-                           f"patches/{ps.root.name}/patchset.yaml")
+        return UpstreamFix(ps.target, base, fixed, counts, retire, kept, why, f"patches/{ps.root.name}/patchset.yaml",
+                           docs)
 
     if not runnable:
         return verdict(False, (), f"no regression test of the set exists at {base[:12]}"), TreeRun("unpatched", 0, 0)

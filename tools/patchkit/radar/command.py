@@ -1,9 +1,11 @@
 """make radar: since which upstream commit does the set break, and since which is it no longer needed.
 
-Exit codes (cli.py): 0 when the set's status at UNTIL is what it was at SINCE (every patch
-applies, perhaps at an offset; the tests' verdict unchanged); 1 when it changed (a patch
-needs 3-way, conflicts or is already upstream; upstream fixed the bug): the nightly job
-fails on 1. The usual codes otherwise: 2 bad input, 3 git failure, 4 SINCE/UNTIL not found.
+Exit codes (cli.py): 0 when the set's status at UNTIL is what it was at SINCE and there is
+nothing to do (every patch applies, perhaps at an offset; the tests' verdict unchanged); 1
+when it changed (a patch needs 3-way, conflicts or is already upstream; upstream fixed the
+bug), or when the set already needed work at SINCE and still does (a patch that conflicted
+there, a bug already fixed there): the nightly job fails on 1. The usual codes otherwise:
+2 bad input, 3 git failure, 4 SINCE/UNTIL not found.
 """
 from __future__ import annotations
 
@@ -138,7 +140,7 @@ def radar(ps: PatchSet, repo: Repo, *, since: str | None = None, until: str | No
                       {"commit": rng.since, "rev": rng.since_rev, "how": rng.since_how},
                       {"commit": rng.until, "rev": rng.until_rev}, list(rng.paths), rng.commits_in_range,
                       len(cands), summaries, tests, timeline, False, "nothing", "", "")
-    _conclude(res, ps, cands, at_since, rows[-1] if rows else at_since)
+    _conclude(res, ps, repo, cands, at_since, rows[-1] if rows else at_since)
     return res
 
 
@@ -152,56 +154,94 @@ def _summary(i: int, name: str, at_since, rows, cands) -> PatchSummary:
                         sha(scan.first(rows, i, (scan.series.UPSTREAM,))))
 
 
-def _conclude(res: RadarResult, ps: PatchSet, cands, at_since, at_until) -> None:
-    """The one-line verdict, what to do, the exit's meaning and the hints."""
+def _conclude(res: RadarResult, ps: PatchSet, repo: Repo, cands, at_since, at_until) -> None:
+    """The one-line verdict, what to do, the exit's meaning and the hints. A status the set
+    already had at SINCE (no first commit in the range) is said as "at SINCE or before"."""
     where = f"patches/{ps.root.name}/patchset.yaml"
     by_sha = {c.sha: c for c in cands}
+    since = res.since["commit"]
 
-    def said(sha: str) -> str:
+    def said(sha: str | None) -> str:
+        if sha is None:
+            return f"SINCE {since[:12]} or before"
         c = by_sha[sha]
         return f"{c.short} ({c.date[:10]}, {c.subject})"
 
-    fixes = [p for p in ps.patches if not p.tests_only]
-    tests_only = [p.name for p in ps.patches if p.tests_only]
+    def first_of(shas) -> str | None:  # the earliest of these commits of the range (None: SINCE)
+        order = [c.sha for c in cands]
+        return min(shas, key=lambda s: -1 if s is None else order.index(s))
+
     fixed_at = next((c for c in res.tests["changes"] if c["fixed"]), None)
     kinds_since = [s.kind for s in at_since]
     kinds_until = [s.kind for s in at_until]
     res.changed = (res.tests["since"]["fixed"] != res.tests["until"]["fixed"]
                    or [k if k != scan.OFFSET else scan.APPLIES for k in kinds_since]
                    != [k if k != scan.OFFSET else scan.APPLIES for k in kinds_until])
-    if res.tests["until"]["fixed"] and not res.tests["since"]["fixed"] and fixed_at:
-        at = said(fixed_at["commit"]) if fixed_at["exact"] else f"one of the commits after {fixed_at['after'][:12]} up to {said(fixed_at['commit'])}"
+    if res.tests["until"]["fixed"]:
+        statuses = {p.name: scan.series.APPLIED if s.kind in (scan.APPLIES, scan.OFFSET) else s.kind
+                    for p, s in zip(ps.patches, at_until)}
+        retire, keep, docs = upstreamfix.disposition(ps, repo, res.until["commit"], statuses)
         res.action = "retire"
-        res.verdict = f"fixed upstream at {at}: the set's tests give without the fix what the set declares with it"
-        res.todo = (f"retire {', '.join(p.name for p in fixes)}: drop it from the series and record "
-                    f"{fixed_at['commit'][:12]} in status.applied_upstream of {where}"
-                    + (f"; keep {', '.join(tests_only)} as a PR if upstream has no test of its own" if tests_only else ""))
+        if not res.tests["since"]["fixed"] and fixed_at:
+            at = said(fixed_at["commit"]) if fixed_at["exact"] else \
+                f"one of the commits after {fixed_at['after'][:12]} up to {said(fixed_at['commit'])}"
+            res.verdict = f"fixed upstream at {at}: the set's tests give without the fix what the set declares with it"
+            res.todo = upstreamfix.advice(where, retire, keep, docs, fixed_at["commit"] if fixed_at["exact"] else "",
+                                          unknown=f"one of the commits after {fixed_at['after'][:12]} up to "
+                                                  f"{fixed_at['commit'][:12]}")
+            return
+        # Already at SINCE: the commit that fixed it is older than the range.
+        res.verdict = (f"fixed upstream at {said(None)}: the set's tests give there without the fix what the set "
+                       f"declares with it")
+        res.todo = upstreamfix.advice(where, retire, keep, docs, unknown=f"it is {since[:12]} or older: radar "
+                                      f"from an earlier SINCE, where the tests still fail without the set, names it")
+        res.hints = [Hint.choose("since", also="(an earlier commit of the ref, where the set's tests still fail "
+                                 "without it: radar then names the commit that fixed the bug)")]
         return
+    fix_names = {p.name for p in ps.patches if not p.tests_only}
     ups = [s for s in res.patches if s.until == scan.series.UPSTREAM]
-    if ups and all(s.until == scan.series.UPSTREAM for s in res.patches if s.name in {p.name for p in fixes}):
+    if ups and all(s.until == scan.series.UPSTREAM for s in res.patches if s.name in fix_names):
+        first = first_of([s.first_upstream for s in ups])
         res.action = "retire"
         res.verdict = "already upstream: " + "; ".join(f"{s.name} since {said(s.first_upstream)}" for s in ups)
-        res.todo = (f"retire {', '.join(s.name for s in ups)} and record {ups[0].first_upstream[:12]} in "
+        res.todo = (f"retire {', '.join(s.name for s in ups)}: drop {'them' if len(ups) > 1 else 'it'} from the "
+                    f"series and record {first[:12] if first else f'the commit that landed it ({since[:12]} or older)'} in "
                     f"status.applied_upstream of {where}")
         return
     broken = [s for s in res.patches if s.until in (scan.series.CONFLICT, scan.series.THREEWAY)]
+    # Conflicting already at SINCE: radar's 3-way merges from SINCE, so where it stopped and
+    # whether 3-way merges it lie before the range.
+    before = [s for s in broken if s.first_break is None and s.until == scan.series.CONFLICT]
+    if before:
+        res.action = "rework"
+        res.verdict = "; ".join(
+            f"{s.name} already does not apply cleanly at {said(None)} (where it stopped, and whether 3-way "
+            f"merges it, is older than the range)" if s in before else
+            f"{s.name} stops applying cleanly at {said(s.first_break)}" for s in broken)
+        res.todo = ("find where it stopped applying: radar from an earlier SINCE, where the set still applied, "
+                    "names the commit and whether 3-way merges it; then refresh the patch with a 3-way merge "
+                    "or rework it by hand")
+        res.hints = [Hint.choose("since", also="(an earlier commit of the ref, where the set still applied)")]
+        return
     if broken:
-        first = min((s for s in broken if s.first_break), key=lambda s: [c.sha for c in cands].index(s.first_break))
+        first = first_of([s.first_break for s in broken])
+        against = first[:12] if first else f"{res.until['commit'][:12]} ({res.until['rev']})"
         if all(s.until == scan.series.THREEWAY for s in broken):
             res.action = "refresh"
             res.verdict = "; ".join(f"{s.name} stops applying cleanly at {said(s.first_break)}; 3-way merges it"
                                     for s in broken)
-            res.todo = (f"refresh the patch at {first.first_break[:12]} with THREEWAY=1: apply with a 3-way merge, "
+            res.todo = (f"refresh the patch at {against} with THREEWAY=1: apply with a 3-way merge, "
                         f"then export the branch back into patches/{ps.root.name}")
             res.hints = [Hint.run("apply", target=ps.target, threeway=True), Hint.run("export", target=ps.target)]
         else:
             res.action = "rework"
             res.verdict = "; ".join(f"{s.name} stops applying cleanly at {said(s.first_break)}"
-                                    + ("; 3-way merged it there but no longer does" if s.threeway_at_break else
+                                    + ("; 3-way merges it" if s.until == scan.series.THREEWAY else
+                                       "; 3-way merged it there but no longer does" if s.threeway_at_break else
                                        "; 3-way does not merge it either")
                                     for s in broken)
-            res.todo = (f"rework the patch by hand against {first.first_break[:12]}, where it first stopped "
-                        f"applying; upstream has not fixed the bug (its tests still fail without the set)")
+            res.todo = (f"rework the patch by hand against {against}, where it first stopped applying; upstream "
+                        f"has not fixed the bug (its tests still fail without the set)")
         return
     offsets = [s for s in res.patches if s.until.startswith(scan.OFFSET)]
     res.action = "nothing"
