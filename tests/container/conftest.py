@@ -6,6 +6,7 @@ import shutil
 
 import pytest
 
+from patchkit.bench import store
 from cstore import SITE, in_store, missing
 from helpers import sh
 
@@ -19,10 +20,13 @@ def storage(tmp_path_factory):
     for driver in ("overlay", "vfs"):
         conf.write_text(f'[storage]\ndriver = "{driver}"\ngraphroot = "{d}/graph"\nrunroot = "{d}/run"\n')
         if driver == "vfs" or missing or _mounts(conf):
-            return conf
+            break
         shutil.rmtree(d / "graph", ignore_errors=True)
         shutil.rmtree(d / "run", ignore_errors=True)
-    return conf
+    yield conf
+    # skopeo leaves an overlay store mounted: shut it down, or the session's folder stays
+    # mounted under the temporary root and pytest cannot remove it (#24 item 8).
+    store.shutdown(conf)
 
 
 def _mounts(conf) -> bool:

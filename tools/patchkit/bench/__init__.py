@@ -8,7 +8,8 @@ or a str saying why it was skipped); report.py renders each kind of result:
 - container.py: the patched image build from a small base and from a 1 GiB one;
 - waivers.py: the waiver step on a 100,000-line waives.txt;
 - radar.py: make radar, cold, over 5,000 more commits of the generated upstream;
-- lint.py: make lint on each set, cold, warm and again.
+- lint.py: make lint on each set, cold, warm and again;
+- store.py: the container section's private image store, never left mounted.
 A new section: its module, its renderer in report.RENDER, and its line in SECTIONS.
 """
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import clone, container, delta, lint, radar, report, waivers
+from . import clone, container, delta, lint, radar, report, store, waivers
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,9 @@ SECTIONS: tuple[Callable[[Path, Path, Options], Any], ...] = (
 
 
 def run(root: Path, workdir: Path, options: Options = Options()) -> list[Any]:
-    """Every section's result, in order."""
+    """Every section's result, in order. A run killed before may have left the image store
+    mounted under workdir: it is swept first, or the sections could not clear their folders."""
+    store.sweep(workdir)
     return [section(root, workdir, options) for section in SECTIONS]
 
 

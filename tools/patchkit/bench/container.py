@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import time
 from dataclasses import dataclass
@@ -12,6 +11,7 @@ from .. import miniature, patchset, proc, progress
 from ..container import build as cbuild
 from ..container.bases import make_base
 from ..git import Repo
+from . import store
 
 
 @dataclass(frozen=True)
@@ -36,22 +36,9 @@ def container_bench(root: Path, workdir: Path, big_mb: int = 1024, driver: str =
     """
     if not shutil.which("buildah") or not shutil.which("skopeo"):
         return "container bench skipped: needs buildah and skopeo"
-    store = workdir / "containers"
-    if store.exists():
-        shutil.rmtree(store)
-    store.mkdir(parents=True)
-    conf = store / "storage.conf"
-    conf.write_text(f'[storage]\ndriver = "{driver}"\ngraphroot = "{store}/graph"\nrunroot = "{store}/run"\n')
-    saved = {k: os.environ.get(k) for k in ("CONTAINERS_STORAGE_CONF", "BUILDAH_ISOLATION")}
-    os.environ.update(CONTAINERS_STORAGE_CONF=str(conf), BUILDAH_ISOLATION="chroot")
-    try:
+    # A private store, shut down however the section ends: nothing stays mounted under build/.
+    with store.private(workdir / "containers", driver):
         return _container_bench_in(root, workdir, big_mb, driver)
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def _container_bench_in(root: Path, workdir: Path, big_mb: int, driver: str) -> ContainerBench:
