@@ -101,9 +101,18 @@ def _quiet_radar(capsys, tmp_path, src, *url) -> dict:
 def test_radar_in_a_one_commit_clone_of_a_quiet_ref_answers_as_the_full_repository(upstream, tmp_path, capsys):
     """TRTLLM_SRC missing: the one-commit clone of main, whose tip is older than verified_on.
     Was: git's `no commits selected for shallow requests`, exit 3. Now what the full repository says."""
-    full = _quiet_radar(capsys, tmp_path, upstream)
-    assert full["verdict"].startswith("nothing to do")
-    assert _quiet_radar(capsys, tmp_path, tmp_path / "one-commit", "--url", upstream) == full
+    said = _quiet_radar(capsys, tmp_path, tmp_path / "one-commit", "--url", upstream)
+    # As the full repository says it (make test-slow compares the two runs): main as it was
+    # on verified_on is its tip, and no commit lies between.
+    tip = sh("git", "-C", upstream, "rev-parse", "main").stdout.strip()
+    assert (said["since"], said["until"], said["commits_in_range"]) == (tip, tip, 0)
+    assert said["verdict"].startswith("nothing to do") and said["action"] == "nothing"
+
+
+@pytest.mark.slow  # two radar runs: make test-slow (.ci/run)
+def test_radar_in_a_one_commit_clone_answers_exactly_as_the_full_repository(upstream, tmp_path, capsys):
+    assert (_quiet_radar(capsys, tmp_path, tmp_path / "one-commit", "--url", upstream)
+            == _quiet_radar(capsys, tmp_path, upstream))
 
 
 @pytest.mark.slow  # the second kind of shallow clone: make test-slow (.ci/run)
