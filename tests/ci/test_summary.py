@@ -132,10 +132,14 @@ def test_a_report_for_another_upstream_commit_is_its_own_row_and_flagged(reports
     assert main(["--json", "summary", "--reports", str(mixed), "--out", str(tmp_path / "out")]) == 1
     rows = [r for r in json.loads(capsys.readouterr().out)["rows"] if (r["target"], r["check"]) == ("main", "delta source")]
     assert len(rows) == 2 and later in [r["upstream_commit"] for r in rows]
-    assert all("mismatched: main was measured at 2 upstream commits" in r["flags"] and not r["ok"] for r in rows)
+    first = [c for c in (r["upstream_commit"] for r in rows) if c != later][0]
+    for row in rows:  # each names the other commit, and says nothing of its verdict: both match
+        other = first if row["upstream_commit"] == later else later
+        assert row["verdict"] == "matches" and not row["ok"]
+        assert row["flags"] == [f"main also measured at {other[:12]}: rows of different upstream commits"]
     md = (tmp_path / "out" / "summary.md").read_text()
-    assert md.count("mismatched: main was measured at 2 upstream commits") == 5  # main's container, lint and radar rows too
-    assert "not all as declared" in md
+    assert md.count(f"main also measured at {later[:12]}") == 4  # main's container, lint and radar rows too
+    assert "mismatched" not in md and "not all as declared" in md
 
 
 def test_a_report_made_for_other_expectations_is_flagged_stale(reports, tmp_path, capsys):
@@ -153,11 +157,9 @@ def test_a_report_made_for_other_expectations_is_flagged_stale(reports, tmp_path
     (lambda text: text[: len(text) // 2], "truncated: the JSON ends at line"),
     (lambda text: text[: text.index('"mode"') + 3], "truncated: the JSON ends at line"),  # inside a string
     (lambda text: text.replace('"mode"', '"mode" "', 1), "not valid JSON (line"),
-    (lambda text: '{"schemaVersion": 2, "manifests": []}', "not a delta, lint or radar report (its keys are manifests, schemaVersion)"),
-    (lambda text: "[1, 2]", "not a delta, lint or radar report (it is a JSON list)"),
     (lambda text: text.replace('"valid": true', '"valid": "yes"', 1), "valid: must be true or false"),
 ])
-def test_a_file_that_is_not_a_report_is_one_line_and_exit_2(reports, tmp_path, capsys, content, says):
+def test_a_report_that_is_not_sound_is_one_line_and_exit_2(reports, tmp_path, capsys, content, says):
     bad = tmp_path / "bad"
     shutil.copytree(reports, bad)
     path = bad / "reports-verify-main" / "delta" / "main.json"
@@ -175,3 +177,34 @@ def test_no_reports_is_exit_4_and_an_empty_reports_is_exit_2(tmp_path):
     assert "no reports (*.json) under" in res.stderr and res.stderr.count("\n") == 2  # ours, then make's
     res = make("summary", f"BUILD={tmp_path}")
     assert res.stderr.startswith("patchkit: error: argument --reports: must not be empty")
+
+
+def test_what_is_no_report_is_skipped_and_named_and_several_folders_are_read(reports, tmp_path):
+    """#27 item 6: `make summary REPORTS=build` after make demo stopped (exit 2) on
+    build/demo/trtllm-main/.git/patchkit/main.json, a checkout's own record; foreign JSON and a
+    git checkout under the folders are no reports: skipped, each named, and the rest summarized.
+    Two folders (REPORTS="a b", as make lists) give the rows of both."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    shutil.copytree(reports / "reports-verify-main", first / "reports-verify-main")
+    shutil.copytree(reports / "reports-verify-rc25", second / "reports-verify-rc25")
+    checkout = first / "trtllm-main"
+    sh("git", "init", "-q", checkout)
+    (checkout / ".git" / "patchkit").mkdir()
+    (checkout / ".git" / "patchkit" / "main.json").write_text('{"branch": "overlay/main"}')
+    (checkout / "package.json").write_text('{"name": "upstream-data"}')
+    (first / "bench.json").write_text('{"schemaVersion": 2, "manifests": []}')
+    (second / "list.json").write_text("[1, 2]")
+    res = make("summary", f"REPORTS={first} {second}", f"BUILD={first}")  # its own output lands among them
+    assert res.returncode == 0, res.stderr
+    data = json.loads((first / "summary" / "summary.json").read_text())
+    assert [(r["target"], r["check"]) for r in data["rows"]] == [
+        (t, c) for t in ("main", "rc25") for c in ("delta source", "lint")]
+    assert data["skipped"] == [f"{checkout}/ (a git checkout)",
+                               f"{first / 'bench.json'} (not a delta, lint or radar report: its keys are manifests, "
+                               "schemaVersion)",
+                               f"{second / 'list.json'} (not a delta, lint or radar report: it is a JSON list)"]
+    said = [line for line in res.stdout.splitlines() if line.startswith("skipped")]
+    assert said == ["skipped, not reports (3): " + ", ".join(data["skipped"])]
+    assert "4 reports, all as declared; 3 skipped, not reports" in res.stdout
+    again = make("summary", f"REPORTS={first} {second}", f"BUILD={first}")  # summary.json: our own, skipped
+    assert f"{first / 'summary' / 'summary.json'} (this command's own output)" in again.stdout, again.stdout

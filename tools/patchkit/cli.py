@@ -12,8 +12,6 @@ import errno
 import logging
 import os
 import sys
-import tempfile
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +23,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 # per process, #19), and a git that GitPython cannot start only troubles the commands that use it.
 from . import __version__, lock, progress, render, scratch
 from .delta import MODES as DELTA_MODES
-from .errors import CommandError, ExitCode, UserError
+from .errors import CommandError, ExitCode, UserError, crashed, is_git_error
 
 if TYPE_CHECKING:
     from .git import Repo
@@ -248,7 +246,7 @@ def _workflow(root, args):
 def _summary(root, args):
     from .ci import summary as ci_summary
     step = os.environ.get("GITHUB_STEP_SUMMARY")  # GitHub Actions: the job's Markdown page
-    return ci_summary.summarize(root, args.reports, (args.out or root / "build" / "summary").resolve(),
+    return ci_summary.summarize(root, ci_summary.folders(args.reports), (args.out or root / "build" / "summary").resolve(),
                                 Path(step) if step else None)
 
 
@@ -360,7 +358,8 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
             "make workflow GPU_RUNNER=self-hosted,gpu\npatchkit workflow --gpu-runner self-hosted,gpu",
             lambda res: _mismatch_unless(res.ok)),
     Command("summary", "merge delta, lint and radar reports into one table (Markdown and JSON)",
-            (arg("--reports", "REPORTS", "the folder of reports (searched for *.json)", type=Path, required=True),
+            (arg("--reports", "REPORTS", "folders of reports, searched for *.json (repeat it, or separate them by spaces)",
+                 type=Path, required=True, action="append"),
              arg("--out", None, "where to write summary.md and summary.json (default: build/summary)", type=Path)),
             _summary, render.summary_result,
             "make summary REPORTS=reports\npatchkit summary --reports reports",
@@ -406,7 +405,7 @@ def _parser() -> argparse.ArgumentParser:
                             epilog="example:\n" + "\n".join(f"  {line}" for line in c.example.splitlines()))
         for a in c.args:
             options = dict(a.options)
-            if options.get("type", str) in (str, Path) and "choices" not in options and "action" not in options:
+            if options.get("type", str) in (str, Path) and "choices" not in options and options.get("action") in (None, "append"):
                 options["type"] = _given(options.get("type", str))
             sp.add_argument(a.flag, help=a.help + (f" (make: {a.make})" if a.make else ""), **options)
         # `patchkit apply ... --json` as well as `patchkit --json apply ...`
@@ -456,13 +455,13 @@ def main(argv: list[str] | None = None) -> int:
         where = f" in {exc.cwd}" if exc.cwd else ""
         print(f"patchkit: error: {' '.join(exc.cmd[:2])} failed{where} (exit {exc.returncode}): "
               f"{exc.first_line()}{notes}", file=sys.stderr)
-        return ExitCode.CONFLICT if _is_git_error(exc) else ExitCode.TOOL_MISSING
+        return ExitCode.CONFLICT if is_git_error(exc) else ExitCode.TOOL_MISSING
     except KeyboardInterrupt:
         print("patchkit: interrupted", file=sys.stderr)
         return ExitCode.INTERRUPTED
     except ImportError as exc:
         if "Failed to initialize" not in str(exc):  # GitPython's words when its `git version` at import fails
-            return _crashed()
+            return crashed()
         # The git facade is imported by the commands that use git, when they run: a git that
         # GitPython cannot start is one line and the tool-missing code, not an internal error.
         cause = str(exc.__cause__ or exc).strip().splitlines()
@@ -479,22 +478,4 @@ def main(argv: list[str] | None = None) -> int:
         print(f"patchkit: error: {exc.strerror or exc}: {name}", file=sys.stderr)
         return ExitCode.USAGE if bad_path else ExitCode.CONFLICT
     except Exception:
-        return _crashed()
-
-
-def _crashed() -> ExitCode:
-    """A bug of ours: the traceback of the exception being handled goes to a log file, its path to stderr."""
-    fd, path = tempfile.mkstemp(prefix="patchkit-crash-", suffix=".log")
-    with os.fdopen(fd, "w") as fh:
-        traceback.print_exc(file=fh)
-    print(f"patchkit: internal error; the traceback is in {path}", file=sys.stderr)
-    return ExitCode.INTERNAL
-
-
-def _is_git_error(exc: CommandError) -> bool:
-    """Whether a tool failure is git's. The facade is imported only by the commands that use
-    git; when it was never imported, no git command ran, so the failure is not git's."""
-    runner = sys.modules.get(f"{__package__}.git.runner")
-    return runner is not None and isinstance(exc, runner.GitError)
-
-
+        return crashed()

@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import enum
+import sys
+import tempfile
+import traceback
 from dataclasses import dataclass
 
 
@@ -108,3 +111,19 @@ class CommandError(Exception):
                 if line and not line.startswith("hint:"):
                     return line
         return f"exit {self.returncode}"
+
+
+def crashed() -> ExitCode:
+    """A bug of ours: the traceback of the exception being handled goes to a log file, its path to stderr."""
+    fd, path = tempfile.mkstemp(prefix="patchkit-crash-", suffix=".log")
+    with open(fd, "w") as fh:
+        traceback.print_exc(file=fh)
+    print(f"patchkit: internal error; the traceback is in {path}", file=sys.stderr)
+    return ExitCode.INTERNAL
+
+
+def is_git_error(exc: CommandError) -> bool:
+    """Whether a tool failure is git's. The facade is imported only by the commands that use
+    git; when it was never imported, no git command ran, so the failure is not git's."""
+    runner = sys.modules.get(f"{__package__}.git.runner")
+    return runner is not None and isinstance(exc, runner.GitError)

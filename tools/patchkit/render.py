@@ -173,7 +173,9 @@ def workflow_result(r) -> str:
 
 
 def summary_result(r) -> str:
-    return r.markdown.rstrip("\n") + "".join(f"\nwritten: {p}" for p in r.written)
+    skipped = (f"\nskipped, not reports ({len(r.skipped)}): " + ", ".join(r.skipped[:5])
+               + (f" and {len(r.skipped) - 5} more (summary.json lists them)" if len(r.skipped) > 5 else "")) if r.skipped else ""
+    return r.markdown.rstrip("\n") + skipped + "".join(f"\nwritten: {p}" for p in r.written)
 
 
 def targets(sets) -> str:

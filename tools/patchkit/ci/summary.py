@@ -2,14 +2,18 @@
 
 One row per target, check and upstream commit: reports measured at different upstream
 commits are never merged into one row, and a target measured at more than one commit, or a
-report made for another version of its patch set, is flagged. Any file that is not such a
-report (bad, foreign or truncated JSON) is one line and exit 2: a summary that skipped it
-would say less than it seems to.
+report made for another version of its patch set, is flagged. A file that looks like a report
+and is not a sound one (bad or truncated JSON, a report's keys with wrong values) is one line
+and exit 2: a summary that skipped it would say less than it seems to. What is no report at all
+is skipped and named, in the output and the table (#27 item 6): a git checkout or repository
+under the folders (`make summary REPORTS=build` after `make demo` met build/demo/trtllm-main's
+.git/patchkit/main.json), JSON of another kind, and this command's own summary.json.
 """
 from __future__ import annotations
 
 import importlib.resources
 import json
+import os
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -41,11 +45,12 @@ def _row(target: str, check: str, commit: str, counts: str, verdict: str, flags:
 
 @dataclass
 class SummaryResult:
-    reports_dir: str
+    reports_dir: str  # the folders read, separated by ", "
     rows: list[Row]
     ok: bool
     markdown: str = ""
     written: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # what is no report: "path (why)"
 
 
 # -- the report kinds: how each is recognised, checked and read into a row ------------------
@@ -149,7 +154,8 @@ def _load(path: Path, where: str) -> Any:
         raise BadInput(f"{where}: too deeply nested") from None
 
 
-def _kind(data: Any, where: str) -> Kind:
+def _kind(data: Any) -> Kind | str:
+    """The kind of report data is, or why it is none."""
     if isinstance(data, dict):
         for kind in KINDS:
             if kind.keys <= data.keys():
@@ -159,23 +165,60 @@ def _kind(data: Any, where: str) -> Kind:
         what = f"it is a JSON {type(data).__name__.replace('dict', 'object').replace('NoneType', 'null')}"
     names = [k.name for k in KINDS]
     names = f"{', '.join(names[:-1])} or {names[-1]}" if len(names) > 1 else names[0]
-    raise BadInput(f"{where}: not a {names} report ({what})")
+    return f"not a {names} report: {what}"
 
 
-def summarize(root: Path, reports: Path, out: Path | None = None, step_summary: Path | None = None) -> SummaryResult:
-    """Read every *.json under reports, one row per target, check and upstream commit; write
+def _files(folders: list[Path], out: Path | None) -> tuple[list[tuple[Path, str]], list[str]]:
+    """Every *.json under the folders (path, name in the table), and what was skipped as no report:
+    a git repository's own folder and a checkout's files (upstream's, or git's), our own output."""
+    found, skipped = [], []
+    for folder in folders:
+        for dirpath, dirnames, filenames in os.walk(folder):
+            here = Path(dirpath)
+            if here != folder and (here / ".git").exists():
+                skipped.append(f"{here}/ (a git checkout)")
+                dirnames[:] = []
+                continue
+            if ".git" in dirnames:
+                skipped.append(f"{here / '.git'}/ (git's own folder)")
+            dirnames[:] = sorted(n for n in dirnames if n != ".git")
+            for name in sorted(f for f in filenames if f.endswith(".json")):
+                path = here / name
+                if out is not None and here.resolve() == out:
+                    skipped.append(f"{path} (this command's own output)")
+                elif path.is_file():
+                    rel = path.relative_to(folder).as_posix()
+                    found.append((path, rel if len(folders) == 1 else f"{folder}/{rel}"))
+    return found, skipped
+
+
+def folders(values: list[Path]) -> list[Path]:
+    """REPORTS="build reports", or --reports given more than once: the folders. A value that is
+    no folder is split at spaces, make's own way of listing (a folder's name may have spaces)."""
+    return [f for v in values for f in ([v] if v.is_dir() else [Path(w) for w in str(v).split()] or [v])]
+
+
+def summarize(root: Path, reports: Path | list[Path], out: Path | None = None,
+              step_summary: Path | None = None) -> SummaryResult:
+    """Read every report under the folders, one row per target, check and upstream commit; write
     summary.md and summary.json to out, and append the Markdown to step_summary (GitHub's)."""
-    if not reports.is_dir():
-        raise NotFound(f"no folder {reports}", setting="reports")
-    files = sorted(p for p in reports.rglob("*.json") if p.is_file())
+    folders = [reports] if isinstance(reports, Path) else list(reports)
+    for folder in folders:
+        if not folder.is_dir():
+            raise NotFound(f"no folder {folder}", setting="reports")
+    files, skipped = _files(folders, out.resolve() if out is not None else None)
     if not files:
-        raise NotFound(f"no reports (*.json) under {reports}", setting="reports")
+        raise NotFound(f"no reports (*.json) under {', '.join(map(str, folders))}", setting="reports")
     sets = {t: None for t in patchset.targets(root)}
     grouped: dict[tuple[str, str, str], list[tuple[tuple[str, str], str, str | None]]] = defaultdict(list)
-    for path in files:
-        rel = path.relative_to(reports).as_posix()
+    read = []
+    for path, rel in files:
         data = _load(path, str(path))
-        kind = _kind(data, str(path))
+        kind = _kind(data)
+        if isinstance(kind, str):
+            skipped.append(f"{path} ({kind})")
+            continue
+        read.append(path)
         data = S.validate(data, kind.check, str(path))
         target, check, commit, counts, verdict = kind.read(data)
         stale = None
@@ -186,6 +229,9 @@ def summarize(root: Path, reports: Path, out: Path | None = None, step_summary: 
                 sets[target] = patchset.load(root, target)
             stale = kind.stale(data, sets[target])
         grouped[(target, check, commit)].append(((counts, verdict), rel, stale))
+    if not grouped:
+        raise NotFound(f"no delta, lint or radar report under {', '.join(map(str, folders))} "
+                       f"({len(skipped)} skipped: {skipped[0]}{', ...' if len(skipped) > 1 else ''})", setting="reports")
     commits: dict[str, set[str]] = defaultdict(set)
     for target, check, commit in grouped:
         commits[target].add(commit)
@@ -196,12 +242,13 @@ def summarize(root: Path, reports: Path, out: Path | None = None, step_summary: 
             by_result[result].append((rel, stale))
         for (counts, verdict), same in by_result.items():
             flags = sorted({s for _, s in same if s})
-            if len(commits[target]) > 1:
-                flags.append(f"mismatched: {target} was measured at {len(commits[target])} upstream commits")
+            others = sorted(c[:12] for c in commits[target] - {commit})
+            if others:  # whatever this row's verdict: the target's rows are not one measurement
+                flags.append(f"{target} also measured at {', '.join(others)}: rows of different upstream commits")
             if len(by_result) > 1:
-                flags.append("mismatched: other reports for the same commit disagree")
+                flags.append(f"reports disagree: another {check} report of {target} at this commit says otherwise")
             rows.append(_row(target, check, commit, counts, verdict, flags, [rel for rel, _ in same]))
-    res = SummaryResult(str(reports), rows, all(r.ok for r in rows))
+    res = SummaryResult(", ".join(map(str, folders)), rows, all(r.ok for r in rows), skipped=skipped)
     res.markdown = _render(res)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
@@ -209,7 +256,7 @@ def summarize(root: Path, reports: Path, out: Path | None = None, step_summary: 
             atomic.write_text(out / name, text)  # beside it, fsynced, renamed: a failed run leaves the old file whole
             res.written.append(str(out / name))
     if step_summary is not None:
-        extra = [p.with_suffix(".md") for p in files if p.with_suffix(".md").is_file()]  # the radar's own Markdown
+        extra = [p.with_suffix(".md") for p in read if p.with_suffix(".md").is_file()]  # the radar's own Markdown
         with step_summary.open("a", encoding="utf-8") as fh:  # an OSError is one line, naming the file (cli)
             fh.write(res.markdown)
             for md in extra:
@@ -224,8 +271,8 @@ def _order(check: str) -> tuple[int, str]:
 
 def as_json(res: SummaryResult) -> str:
     """summary.json: the rows as --json prints them, without the Markdown."""
-    return json.dumps({"reports_dir": res.reports_dir, "ok": res.ok, "rows": [asdict(r) for r in res.rows]},
-                      indent=2, sort_keys=True) + "\n"
+    return json.dumps({"reports_dir": res.reports_dir, "ok": res.ok, "rows": [asdict(r) for r in res.rows],
+                       "skipped": res.skipped}, indent=2, sort_keys=True) + "\n"
 
 
 def _cell(text: str) -> str:
@@ -238,4 +285,5 @@ def _render(res: SummaryResult) -> str:
                                  lambda name: importlib.resources.files("patchkit").joinpath("templates", name)
                                  .read_text(encoding="utf-8")))
     env.filters["cell"] = _cell
-    return env.get_template("summary.md.j2").render(rows=res.rows, ok=res.ok, reports=sum(len(r.reports) for r in res.rows))
+    return env.get_template("summary.md.j2").render(rows=res.rows, ok=res.ok, reports=sum(len(r.reports) for r in res.rows),
+                                                    skipped=len(res.skipped))
