@@ -27,7 +27,7 @@ from helpers import ROOT
 BUILD = ROOT / "build"
 TMP = Path("/tmp")
 # How the programs the tests start name what they put in a temporary folder: patchkit-<kind>-*
-# and patchkit-crash-*.log (scratch.py, cli.py), tmp* (Python's tempfile, pre-commit, pip's
+# and patchkit-crash-*.log (scratch.py, cli/__init__.py), tmp* (Python's tempfile, pre-commit, pip's
 # build backends), pytest-of-<user> (pytest's base; the session's own folder goes after a green run).
 OURS = ("patchkit", ".patchkit", "tmp", "pytest-of-")
 

@@ -1,6 +1,6 @@
 """make radar: since which upstream commit does the set break, and since which is it no longer needed.
 
-Exit codes (cli.py): 0 when the set's status at UNTIL is what it was at SINCE and there is
+Exit codes (cli/commands.py): 0 when the set's status at UNTIL is what it was at SINCE and there is
 nothing to do (every patch applies, perhaps at an offset; the tests' verdict unchanged); 1
 when it changed (a patch needs 3-way, conflicts or is already upstream; upstream fixed the
 bug), or when the set already needed work at SINCE and still does (a patch that conflicted

@@ -1,0 +1,200 @@
+"""What each command runs: (project root, parsed arguments) -> its result.
+
+Each imports its own modules when it runs, so `patchkit targets` or a bad command line does
+not pay for GitPython, jinja2 and every other command's modules (a third of a second per
+process, #19), and a git that GitPython cannot start only troubles the commands that use it.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .. import lock, render
+from .table import voice
+
+if TYPE_CHECKING:
+    from ..git import Repo
+
+
+def _src(root: Path, ps, args: argparse.Namespace) -> Path:
+    return args.src if args.src is not None else root / "build" / f"trtllm-{ps.target}"
+
+
+def _set(root: Path, args: argparse.Namespace):
+    from .. import patchset
+    return patchset.load(root, args.target)
+
+
+def _targets(root, args):
+    from .. import patchset
+    return [patchset.load(root, t) for t in patchset.targets(root)]
+
+
+def _apply(root, args):
+    from .. import apply as apply_mod
+    ps = _set(root, args)
+    return apply_mod.apply(ps, src=_src(root, ps, args), url=args.url, threeway=args.threeway)
+
+
+def _unapply(root, args):
+    from .. import apply as apply_mod
+    ps = _set(root, args)
+    return apply_mod.unapply(ps, src=_src(root, ps, args))
+
+
+def _check(root, args):
+    from .. import check as check_mod, patchset
+    return check_mod.check([patchset.load(root, t) for t in args.target or patchset.targets(root)], src=args.src)
+
+
+def _waivers(root, args):
+    from ..upstream import base_of, obtain
+    from ..waives import report as waiver_report
+    ps = _set(root, args)
+    repo, _ = obtain(ps, _src(root, ps, args), args.url)
+    ref, _sha = base_of(repo, ps)
+    return waiver_report.report(ps, repo, ref)
+
+
+def _delta(root, args):
+    from ..delta import command as delta_cmd
+    from ..upstream import obtain
+    ps = _set(root, args)
+    repo, _ = obtain(ps, _src(root, ps, args), args.url)
+    report = args.report or root / "build" / "delta" / f"{ps.target}.json"
+    return delta_cmd.delta(ps, repo=repo, mode=args.mode or delta_cmd.default_mode(), report=report.resolve(),
+                           base_image=args.base, builder_name=args.builder)
+
+
+def _lint(root, args):
+    from ..lint import command as lint_cmd
+    from ..pr import export as export_mod
+    from ..upstream import obtain
+    ps = _set(root, args)
+    repo, _ = obtain(ps, _src(root, ps, args), args.url)
+    report = (args.report or root / "build" / "lint" / f"{ps.target}.json").resolve()
+    cache = args.cache.resolve() if args.cache else lint_cmd.default_cache(root)
+    res = lint_cmd.lint(ps, repo=repo, report=report, cache=cache, fix=args.fix)
+    if not (args.fix and res.fixed_tip):
+        return res
+    # FIX: the rewritten series goes back into patches/<target> the way make export writes it,
+    # then the mended set is linted again: the verdict is the new series'.
+    ref = f"refs/patchkit/lint-fix/{ps.target}"
+    repo.set_ref(ref, res.fixed_tip)
+    try:
+        exported = export_mod.export(ps, repo, ref)
+    finally:
+        repo.delete_ref(ref, res.fixed_tip)
+    again = lint_cmd.lint(_set(root, args), repo=repo, report=report, cache=cache, fix=False)
+    again.fix_requested, again.rewritten = True, exported.changed
+    return again
+
+
+def _locked(repo: Repo, command: str) -> contextlib.AbstractContextManager:
+    """The checkout's lock, held while a command writes to it (see lock.py)."""
+    return lock.hold(repo.git_path(lock.NAME), command, str(repo.path))
+
+
+def _pr(root, args):
+    from ..git import Repo
+    from ..lint import command as lint_cmd
+    from ..pr import branch as pr_branch
+    ps = _set(root, args)
+    repo = Repo.open(_src(root, ps, args))
+    with _locked(repo, f"pr {ps.target}"):
+        # The series' files through upstream's own pre-commit hooks first: "coding guidelines"
+        # is ticked from this run, for this series at this commit, or not at all.
+        # Its report goes with the PR's title and body (<out>/lint.json), not over make lint's own.
+        linted = lint_cmd.lint(ps, repo=repo, report=None, cache=lint_cmd.default_cache(root))
+        return pr_branch.pr(ps, repo=repo,
+                            report=(args.report or root / "build" / "delta" / f"{ps.target}.json").resolve(),
+                            out_dir=(args.out or root / "build" / "pr" / ps.target).resolve(), signoff=args.signoff,
+                            lint=lint_cmd.as_dict(linted), fork=args.fork)
+
+
+def _dco(root, args):
+    from ..git import Repo
+    from ..pr import dco
+    repo = Repo.open(args.src)
+    if args.fix:
+        with _locked(repo, f"dco --fix {args.branch}"):
+            return dco.fix(repo, args.branch, dco.signoff_identity(repo, args.signoff), args.base)
+    return dco.check(repo, args.branch, args.base)
+
+
+def _export(check_only: bool):
+    def run(root, args):
+        from ..git import Repo
+        from ..pr import export as export_mod
+        ps = _set(root, args)
+        repo = Repo.open(_src(root, ps, args))
+        with contextlib.nullcontext() if check_only else _locked(repo, f"export {ps.target}"):
+            return export_mod.export(ps, repo, args.branch or ps.branch, check_only=check_only,
+                                     waiver_out=root / "build" / "export" / ps.target)
+    return run
+
+
+def _container(root, args):
+    from ..container import build as cbuild
+    from ..upstream import obtain
+    ps = _set(root, args)
+    with contextlib.ExitStack() as held:
+        repo, _ = obtain(ps, _src(root, ps, args), args.url, hold=held, command=f"container {ps.target}")
+        return cbuild.build(root, ps, repo, context_dir=(args.context or root / "build" / "container" / ps.target).resolve(),
+                            base=args.base, builder_name=args.builder)
+
+
+def _push(root, args):
+    from ..container import build as cbuild
+    return cbuild.push(_set(root, args), base=args.base, registry=args.registry, builder_name=args.builder,
+                       tls_verify=args.tls_verify == "true")
+
+
+def _radar(root, args):
+    from ..radar import command as radar_cmd
+    from ..upstream import obtain
+    ps = _set(root, args)
+    with contextlib.ExitStack() as held:
+        repo, _ = obtain(ps, _src(root, ps, args), args.url, hold=held, command=f"radar {ps.target}")
+        res = radar_cmd.radar(ps, repo, since=args.since, until=args.until)
+    out = (args.out or root / "build" / "radar").resolve()
+    res.files = radar_cmd.report_paths(res.target, out)
+    radar_cmd.write(res, out, render.as_json(res), render.radar_markdown(res, [voice(args).hint(h) for h in res.hints]))
+    return res
+
+
+def _workflow(root, args):
+    from ..ci import workflow as ci_workflow
+    labels = ci_workflow.gpu_runner_labels(args.gpu_runner) if args.gpu_runner is not None else None  # None: keep the file's
+    return ci_workflow.write(root, labels, check=args.check)
+
+
+def _summary(root, args):
+    from ..ci import summary as ci_summary
+    step = os.environ.get("GITHUB_STEP_SUMMARY")  # GitHub Actions: the job's Markdown page
+    return ci_summary.summarize(root, ci_summary.folders(args.reports), (args.out or root / "build" / "summary").resolve(),
+                                Path(step) if step else None)
+
+
+def _bench(root, args):
+    from .. import bench
+    work = args.workdir.resolve()
+    return bench.run(root, work, bench.Options(files=args.files, commits=args.commits))
+
+
+def _bench_text(res) -> str:
+    from .. import bench
+    return bench.render(res)
+
+
+def _miniature(root, args):
+    from .. import miniature
+    return miniature.build(root, args.dest, args.variant)
+
+
+def _demo(root, args):
+    from .. import demo
+    return demo.run(root, args.workdir.resolve(), args.signoff)

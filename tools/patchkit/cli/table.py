@@ -1,0 +1,75 @@
+"""The command table's vocabulary: a setting (flag and make variable), a command, and the
+settings several commands share. Also how an invocation's hints are said (voice), from the
+table that commands.py registers here."""
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import render
+from ..errors import ExitCode
+
+@dataclass(frozen=True)
+class Arg:
+    """One setting of a command: its flag, the make variable that sets it, argparse's options."""
+
+    flag: str
+    make: str | None = None  # None: a CLI-only option
+    help: str = ""
+    options: dict = field(default_factory=dict)
+
+    @property
+    def dest(self) -> str:
+        return self.flag.lstrip("-").replace("-", "_")
+
+
+def arg(flag: str, make: str | None = None, help: str = "", **options) -> Arg:
+    return Arg(flag, make, help, options)
+
+
+TARGET = arg("--target", "TRTLLM", "patch set name: a directory under patches/", required=True)
+SRC = arg("--src", "TRTLLM_SRC", "the TensorRT-LLM checkout (default: build/trtllm-<target>, as for make)", type=Path)
+SRC_REQUIRED = arg("--src", "TRTLLM_SRC", "the TensorRT-LLM checkout", type=Path, required=True)
+URL = arg("--url", "TRTLLM_URL", "clone from here when --src does not exist (default: the set's upstream)")
+REPORT = arg("--report", "REPORT", "the delta report (default: build/delta/<target>.json)", type=Path)
+SIGNOFF = arg("--signoff", "SIGNOFF", "'Name <email>' (default: git config user.name and user.email)")
+BRANCH = arg("--branch", "BRANCH", "default: the set's branch (overlay/<target>)")
+BASE = arg("--base", "BASE", "base image (default: the set's container.base)")
+BUILDER = arg("--builder", "BUILDER", "docker, podman or buildah (default: the first that works)")
+WORKDIR = arg("--workdir", None, "where to work (make: $(BUILD)/<target>)", type=Path, required=True)
+
+
+@dataclass(frozen=True)
+class Command:
+    """One subcommand: its settings, what it runs, how its result reads, and its verdict."""
+
+    name: str
+    help: str
+    args: tuple[Arg, ...]
+    run: Callable[[Path, argparse.Namespace], Any]  # (project root, arguments) -> result
+    text: Callable[[Any], str]  # the result for people; --json prints render.as_json(result)
+    example: str  # one make line and the same as a CLI line, ending every --help
+    verdict: Callable[[Any], ExitCode] = lambda res: ExitCode.OK
+
+
+def _mismatch_unless(ok: bool) -> ExitCode:
+    """A command that ran and shows its result, and whose verdict may still be a failure."""
+    return ExitCode.OK if ok else ExitCode.MISMATCH
+
+
+
+# name -> Command, filled by commands.py (the table) when the CLI imports it.
+REGISTRY: dict[str, Command] = {}
+
+
+def voice(args: argparse.Namespace) -> render.Voice:
+    """How this invocation came (make or a shell) and with which values: hints are said that way."""
+    options = {c.name: {a.dest: (a.flag, a.make) for a in c.args} for c in REGISTRY.values()}
+    given = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()
+             if k in options.get(args.command, {})}
+    return render.Voice(via_make=os.environ.get("PATCHKIT_VIA_MAKE") == "1", command=args.command, given=given,
+                        options=options, prefix=("--root", str(args.root)) if args.root else ())
