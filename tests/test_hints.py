@@ -205,3 +205,21 @@ def test_a_setting_the_user_did_not_give_is_to_be_set_not_chosen_again(via_make,
     options = {c.name: {a.dest: (a.flag, a.make) for a in c.args} for c in COMMANDS.values()}
     voice = Voice(via_make=via_make, command="pr", given=given, options=options)
     assert voice.hint(Hint.choose("fork", also="or once for all: git config --global github.user <you>")) == said
+
+
+@pytest.mark.parametrize("target, base, said", tiered(
+    ("main", None, "make delta TRTLLM=main TRTLLM_SRC={src} MODE=container REPORT={report} "
+                   "BASE='<an image built from main>' (main has no release image; make container needs the same BASE)"),
+    ("main", "reg/trtllm:main", "make delta TRTLLM=main TRTLLM_SRC={src} MODE=container REPORT={report} "
+                                "BASE=reg/trtllm:main (main has no release image; make container needs the same BASE)"),
+))
+def test_mains_container_mode_hint_carries_the_base_main_needs(target, base, said, checkout, tmp_path, monkeypatch, capsys):
+    """#27 item 4: main's source-mode delta ended with `run: make delta TRTLLM=main MODE=container`,
+    which fails: main has no release image and its container.base (rc25's) is refused by the drift
+    guard. The hint asks for BASE (the user's own when given) and says why."""
+    from patchkit.cli import main
+    monkeypatch.setenv("PATCHKIT_VIA_MAKE", "1")
+    report = tmp_path / "delta.json"
+    argv = ["delta", "--target", target, "--src", str(checkout), "--report", str(report)]
+    assert main(argv + (["--base", base] if base else [])) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "run: " + said.format(src=checkout, report=report)

@@ -59,3 +59,17 @@ def test_make_passes_the_defaults_it_declares(tmp_path):
     assert "--branch=overlay/rc25" in argv("TRTLLM=rc25", "export")
     assert "--branch=overlay/main" in argv("check-export")
     assert "--tls-verify=false" in argv("REGISTRY=r/x", "TLS_VERIFY=false", "container-push")
+
+
+def test_a_verdicts_exit_1_says_so_beside_makes_own_error(checkout):
+    """#27 item 4: a command whose exit 1 is its verdict (radar "changed", a delta mismatch, dco
+    violations...) left `make: *** [...] Error 1` as the only word on stderr."""
+    sh("git", "-C", checkout, "checkout", "-q", "-b", "work")
+    (checkout / "NOTES.md").write_text("unsigned\n")
+    sh("git", "-C", checkout, "add", "NOTES.md")
+    sh("git", "-C", checkout, "commit", "-q", "-m", "An unsigned commit")
+    res = make(f"TRTLLM_SRC={checkout}", "BRANCH=work", "dco")
+    assert res.returncode == 2 and "1 violation(s)" in res.stdout, res.stderr
+    said, make_said = res.stderr.splitlines()
+    assert said == "patchkit: exit 1 is dco's verdict, not a failure to run: 1 commit(s) without a valid sign-off (above)"
+    assert make_said.startswith("make: *** [") and make_said.endswith("Error 1")

@@ -22,6 +22,14 @@ class ExitCode(enum.IntEnum):
 
 
 @dataclass(frozen=True)
+class Ask:
+    """A value only the user knows, in a command a hint prints: their own when they gave the
+    setting, else `<what>` for them to fill in (BASE=<an image built from main>)."""
+
+    what: str
+
+
+@dataclass(frozen=True)
 class Hint:
     """What the user can do next, as data; the CLI says it in the user's own words.
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import Hint, UserError
+from .errors import Ask, Hint, UserError
 
 
 def table(rows: Sequence[Sequence[Any]], header: Sequence[str] | None = None) -> str:
@@ -209,6 +209,27 @@ def unapply_result(r) -> str:
     return f"{r.target}: {r.checkout} is back on {r.restored}; branch {r.branch} removed"
 
 
+# What exit 1 means for each command whose exit 1 is a verdict (#27 item 4): the command ran, and
+# what it found is above; one line on stderr says so, beside make's own `*** Error 1`.
+_EXIT_1 = {
+    "radar": lambda r: "the set's status changed between SINCE and UNTIL (verdict and to do above)",
+    "delta": lambda r: "the measured delta does not match what the set declares (above)",
+    "lint": lambda r: f"{len(r.failures)} hook(s) fail on the series' files (above)" if r.config_found
+    else "not linted: upstream has no pre-commit config at the ref",
+    "dco": lambda r: f"{len(r.violations)} commit(s) without a valid sign-off (above)",
+    "check-export": lambda r: f"patches/{r.target} is out of date with {r.branch} (above)",
+    "workflow": lambda r: "the workflow files are stale (above)",
+    "summary": lambda r: "not every row is as declared (its verdict in bold, or flagged, above)",
+    "demo": lambda r: "a step's verdict is not the declared one (above)",
+}
+
+
+def verdict_line(command: str, result) -> str:
+    """The line that says an exit 1 is a verdict, not a failure to run."""
+    said = _EXIT_1.get(command)
+    return f"exit 1 is {command}'s verdict, not a failure to run: " + (said(result) if said else "see above")
+
+
 # How each kind of result reads; the demo's sections name theirs.
 RESULTS = {"apply": apply_result, "check": check_results, "waivers": waivers_result, "delta": delta_result,
            "pr": pr_result}
@@ -273,7 +294,8 @@ class Voice:
         """The command with the user's own values and the changes, in their vocabulary."""
         accepted = self.options.get(command, {})
         merged = {k: v for k, v in self.given.items() if k in accepted and v not in (None, False, [], "")}
-        merged.update(dict(changes))
+        # Ask: the user's own value when they gave one, else a place for it
+        merged.update({k: (merged.get(k) or f"<{v.what}>") if isinstance(v, Ask) else v for k, v in changes})
         merged = {k: v for k, v in merged.items() if v is not False}  # False: that setting left out
         # In the command's own order of settings, then anything it does not list.
         values = {k: merged[k] for k in [*accepted, *merged] if k in merged}

@@ -92,7 +92,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(text, flush=True)
         except BrokenPipeError:  # `patchkit --json targets | head`: the reader had enough; not our bug
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return command.verdict(res)
+        code = command.verdict(res)
+        if code == ExitCode.MISMATCH:  # a verdict, said so: make's `*** Error 1` is never the only word
+            print(f"patchkit: {render.verdict_line(args.command, res)}", file=sys.stderr, flush=True)
+        return code
     except UserError as exc:
         if exc.details:
             print(exc.details)

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 
 from .. import atomic, progress, scratch, series
-from ..errors import BadInput, Hint
+from ..errors import Ask, BadInput, Hint
 from ..git import Repo
 from ..model import PatchSet
 from ..upstream import base_of, refuse_symlinked_paths
@@ -57,8 +57,19 @@ class DeltaResult:
     def hints(self) -> list[Hint]:
         """Tests that could not run here run in container mode; the commit that fixed the bug
         upstream is the one make radar bisects the set's tests to."""
-        return ([Hint.run(None, mode="container")] if self.not_run and self.mode != "container" else []) + (
+        return ([self._container_hint()] if self.not_run and self.mode != "container" else []) + (
             [Hint.radar(self.target)] if self.fixed_upstream is not None else [])
+
+    def _container_hint(self) -> Hint:
+        """Container mode, in the image of the set's base. A release image is built from a tag;
+        a set on a branch (main) has none of its own, and its container.base, a release's, is
+        refused by the drift guard once the branch moved: it needs BASE, an image built from it
+        (#27 item 4: the hint said MODE=container alone, which main cannot run)."""
+        if self.upstream_ref.startswith("refs/tags/"):
+            return Hint.run(None, mode="container")
+        branch = self.upstream_ref.rsplit("/", 1)[-1]
+        return Hint(None, (("mode", "container"), ("base", Ask(f"an image built from {branch}"))),
+                    f"{branch} has no release image; make container needs the same BASE")
 
 
 def _tree_summary(run: TreeRun) -> dict:
