@@ -165,3 +165,22 @@ def test_json_is_taken_after_the_command_too(capsys):
     import json
     code, out, _ = run(capsys, "targets", "--json")
     assert code == 0 and [s["target"] for s in json.loads(out)] == sorted(p.name for p in (ROOT / "patches").iterdir())
+
+
+def test_targets_says_what_each_set_carries(capsys):
+    """#27 item 4: make targets listed ref, patches and branch, and not which fix a set carries,
+    for which bug, or what delta it expects. Read from the sets on disk, as the loader reads them."""
+    import yaml
+    code, out, _ = run(capsys, "targets")
+    assert code == 0
+    for target in patchset.targets(ROOT):
+        ps = patchset.load(ROOT, target)
+        for fix in ps.fixes:
+            at = out.index(f"{target}  fix {fix.id}: {fix.title}\n")
+            block = out[at:].split("\n")[1:3]
+            assert block[0].strip() == f"bug: {fix.bug}"
+            raw = yaml.safe_load((ROOT / "patches" / target / "patchset.yaml").read_text())
+            for mode, files in raw["expected"].items():
+                for test, trees in files.items():
+                    said = ", ".join(f"{n} {k}" for k, n in trees["unpatched"].items())
+                    assert mode in block[1] and f"{test}: {said} -> " in block[1], block
