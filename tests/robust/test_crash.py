@@ -251,7 +251,7 @@ def test_two_concurrent_applies_one_waits_then_refuses_naming_the_holder(capsys,
     entered, release = threading.Event(), threading.Event()
 
     def holder():
-        with lock.hold(repo.git_path(lock.NAME), "apply rc25", str(checkout)):
+        with lock.hold(repo.common_path(lock.NAME), "apply rc25", str(checkout)):
             entered.set()
             release.wait(10)
     t = threading.Thread(target=holder)

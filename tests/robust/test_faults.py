@@ -99,10 +99,11 @@ def world(tmp_path_factory, miniature_template):
     return tmp, upstream, checkout, root, report
 
 
-def sweep(world, name: str, points: int | None, tmp: Path) -> Counter:
-    """Run one command with a fault at sampled (or all) git calls in every mode; count defects."""
+def sweep(world, name: str, points: int | None, tmp: Path, scenario: type[Scenario] | None = None) -> Counter:
+    """Run one command with a fault at sampled (or all) git calls in every mode; count defects.
+    scenario: another way to prepare the checkout (a Scenario's subclass)."""
     _, upstream, checkout, root, report = world
-    sc = Scenario(name, tmp, upstream, checkout, root, report)
+    sc = (scenario or Scenario)(name, tmp, upstream, checkout, root, report)
     inj = Injector(tmp)
     # A clean run: how many git calls, and the end state every recovered run must reach.
     work = sc.fresh(0)
@@ -133,7 +134,7 @@ def sweep(world, name: str, points: int | None, tmp: Path) -> Counter:
             else:  # killed: the next plain run must finish the job
                 counts["killed"] += 1
                 again = inj.run(sc.argv(work), root=root)
-                done = again.code == 0 or (name == "unapply" and again.code == 4)
+                done = again.code == 0 or (sc.argv(work)[0] == "unapply" and again.code == 4)
                 if not (done and _same_look(sc.look(work), reference)):
                     problem = f"not recovered (next run exit {again.code}: {again.stderr.strip()[:200]})"
             if problem:

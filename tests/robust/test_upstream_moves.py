@@ -7,14 +7,21 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from patchkit import miniature, patchset
+from patchkit import apply as apply_mod, miniature, patchset
 from patchkit.cli import main
-from helpers import ROOT, build_once, copy_root, sh, state_of
+from patchkit.git import Repo
+from patchkit.pr import dco
+from helpers import ROOT, build_once, copy_root, sh, state_of, tiered
+from robust.faults import Injector
+from robust.test_faults import Scenario, _defects, sweep
 
 UTIL = "tensorrt_llm/_torch/pyexecutor/_util.py"
+SIGNOFF = "Jane Developer <jane@example.com>"
 
 
 # -- radar, delta and bench (#24 items 3 and 8) ----------------------------------------------------
@@ -240,3 +247,351 @@ def test_the_container_section_leaves_nothing_mounted(tmp_path, unmounted):
     assert not isinstance(res, str) and res.layer_bytes > 0
     assert _mounted(tmp_path) == []
     assert subprocess.run(["rm", "-rf", str(tmp_path / "bench")]).returncode == 0
+
+
+# -- worktrees, sets, dco and hints (#24 items 4-7) -------------------------------------------------
+def load(target: str):
+    return patchset.load(ROOT, target)
+
+
+def cli(capsys, *argv, root: Path = ROOT) -> tuple[int, str, str]:
+    code = main(["--root", str(root), *map(str, argv)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def git(repo: Path, *args: str, check: bool = True) -> str:
+    return sh("git", "-C", repo, *args, check=check).stdout.strip()
+
+
+def head(repo: Path) -> str:
+    return git(repo, "rev-parse", "--abbrev-ref", "HEAD")
+
+
+def branches(repo: Path) -> list[str]:
+    return git(repo, "for-each-ref", "--format=%(refname)", "refs/heads", "refs/patchkit-backup").splitlines()
+
+
+def records(repo: Path) -> list[str]:
+    """The apply records this worktree keeps (per worktree since #24)."""
+    folder = Path(git(repo, "rev-parse", "--path-format=absolute", "--git-path", "patchkit"))
+    return sorted(p.name for p in folder.glob("*.json")) if folder.is_dir() else []
+
+
+def seen(repo: Path) -> dict:
+    """state_of without the index file's stat data (a checkout rewrites it with the same entries)."""
+    return {k: v for k, v in state_of(repo).items() if k != "index"}
+
+
+@pytest.fixture
+def two_worktrees(checkout, tmp_path):
+    """A user's clone and a second worktree of it on a branch of its own."""
+    side = tmp_path / "side"
+    git(checkout, "worktree", "add", "-q", "-b", "side", str(side))
+    return checkout, side
+
+
+def test_unapply_in_the_other_worktree_exits_4_and_changes_neither(capsys, two_worktrees):
+    """make apply in one worktree, make unapply in another: the second was moved off its branch,
+    the branch the first had checked out was deleted, and the first was left on an unborn
+    branch with every file staged as added (the record under .git/patchkit was shared)."""
+    first, side = two_worktrees
+    apply_mod.apply(load("main"), src=first)
+    before = (seen(first), seen(side))
+    code, out, err = cli(capsys, "unapply", "--target", "main", "--src", side)
+    assert code == 4 and out == "" and err.count("\n") == 1, err
+    assert "nothing to unapply here" in err and f"checked out in {first}" in err
+    assert (seen(first), seen(side)) == before
+    assert head(first) == "overlay/main" and head(side) == "side"
+    # the hint names the worktree where it was applied, and runs there
+    hint = re.search(r"run: (.+)$", err.strip()).group(1)
+    assert hint == f"patchkit --root {ROOT} unapply --target main --src {first}"
+    assert main(shlex.split(hint)[1:]) == 0
+    assert head(first) == "main" and head(side) == "side" and "refs/heads/overlay/main" not in branches(first)
+
+
+@pytest.mark.slow
+def test_each_worktree_applies_and_unapplies_its_own(capsys, two_worktrees):
+    """Both worktrees apply a set (rc25 in one, main in the other): each record is the
+    worktree's own, and each unapply returns only its worktree to where it was."""
+    first, side = two_worktrees
+    start = (seen(first), seen(side))
+    apply_mod.apply(load("rc25"), src=first)
+    apply_mod.apply(load("main"), src=side)
+    assert records(first) == ["rc25.json"] and records(side) == ["main.json"]
+    # The other worktree's set is refused by name, with the way to it.
+    code, _, err = cli(capsys, "apply", "--target", "main", "--src", first)
+    assert code == 3 and f"overlay/main is checked out in {side}" in err and err.count("\n") == 1
+    assert apply_mod.unapply(load("main"), src=side).restored == "refs/heads/side"
+    assert apply_mod.unapply(load("rc25"), src=first).restored == "refs/heads/main"
+    assert (seen(first), seen(side)) == start
+
+
+@pytest.mark.slow
+def test_no_command_deletes_a_branch_another_worktree_has_checked_out(capsys, two_worktrees):
+    """Applied in one worktree, then checked out in the other by hand: unapply in the first
+    deleted it from under the second."""
+    first, side = two_worktrees
+    apply_mod.apply(load("main"), src=first)
+    git(first, "checkout", "-q", "main")
+    git(side, "checkout", "-q", "overlay/main")
+    before = (seen(first), seen(side))
+    code, _, err = cli(capsys, "unapply", "--target", "main", "--src", first)
+    assert code == 3 and f"branch overlay/main is checked out in {side}" in err and err.count("\n") == 1
+    assert (seen(first), seen(side)) == before
+    # dco FIX would move it under that worktree too: refused, said to run there
+    code, _, err = cli(capsys, "dco", "--src", first, "--branch", "overlay/main", "--fix", "--signoff", SIGNOFF)
+    assert code == 3 and f"--src {side}" in err and (seen(first), seen(side)) == before
+
+
+@pytest.mark.parametrize("first, second", tiered(("rc25", "main"), ("main", "rc25")))
+def test_two_sets_on_one_checkout_unapplied_in_either_order_end_where_they_started(capsys, checkout, first, second):
+    """apply rc25, apply main, unapply rc25 moved HEAD from overlay/main to main without a word
+    and deleted overlay/rc25; from then on unapply main failed for good (git's `ambiguous
+    argument 'overlay/rc25'`, exit 3)."""
+    start = seen(checkout)
+    apply_mod.apply(load("rc25"), src=checkout)
+    apply_mod.apply(load("main"), src=checkout)
+    code, out, err = cli(capsys, "unapply", "--target", first, "--src", checkout)
+    assert code == 0, err
+    if first == "rc25":  # not the set checked out: back to where its apply started, saying what it left
+        assert "left overlay/main, which was checked out; it is kept" in out
+        assert f"run: patchkit --root {ROOT} unapply --target main --src {checkout}" in out
+        assert "refs/heads/overlay/main" in branches(checkout) and records(checkout) == ["main.json"]
+    code, out, err = cli(capsys, "unapply", "--target", second, "--src", checkout)
+    assert code == 0, err
+    assert seen(checkout) == start and records(checkout) == []
+
+
+@pytest.mark.slow  # make test keeps the two sets' case, where the start of the second set's apply is gone
+def test_a_record_whose_branch_is_gone_is_recovered_from_with_a_line(capsys, checkout):
+    """The branch deleted by hand: unapply and apply said so nowhere, and a record pointing at
+    a branch that was gone made unapply fail for good (exit 3)."""
+    start = seen(checkout)
+    apply_mod.apply(load("main"), src=checkout)
+    git(checkout, "checkout", "-q", "main")
+    git(checkout, "branch", "-q", "-D", "overlay/main")
+    code, out, err = cli(capsys, "unapply", "--target", "main", "--src", checkout)
+    assert code == 0 and "branch overlay/main was already gone" in out, err
+    assert seen(checkout) == start and records(checkout) == []
+
+
+@pytest.mark.slow
+def test_a_branch_deleted_while_checked_out_comes_back_and_apply_goes_on(capsys, checkout):
+    """The state the cross-worktree unapply left (HEAD on a branch that is gone, every file
+    staged as added): apply and unapply refused it as uncommitted changes, for good."""
+    start = seen(checkout)
+    apply_mod.apply(load("main"), src=checkout)
+    tip = git(checkout, "rev-parse", "HEAD")
+    git(checkout, "update-ref", "-d", "refs/heads/overlay/main")
+    code, out, err = cli(capsys, "apply", "--target", "main", "--src", checkout)
+    assert code == 0 and "already applied" in out and "was gone while checked out" in out, err
+    assert git(checkout, "rev-parse", "HEAD") == tip
+    code, out, err = cli(capsys, "unapply", "--target", "main", "--src", checkout)
+    assert code == 0, err
+    assert seen(checkout) == start
+
+
+def test_dco_fix_leaves_upstreams_commits_alone_in_a_checkout_without_remote_tracking_refs(capsys, upstream):
+    """In a repository with no remote-tracking refs (upstream's own, the miniature), make dco
+    counted upstream's commits after its last tag as the branch's, and FIX rewrote them."""
+    apply_mod.apply(load("main"), src=upstream)
+    upstream_main = git(upstream, "rev-parse", "main")
+    code, out, err = cli(capsys, "dco", "--src", upstream, "--branch", "overlay/main", "--fix", "--signoff", SIGNOFF)
+    assert code == 0, err + out
+    ours = int(git(upstream, "rev-list", "--count", "main..overlay/main"))  # the series' commits
+    assert ours >= len(load("main").patches) and f"{ours} commit(s) checked" in out and "all signed off" in out
+    assert git(upstream, "rev-parse", f"overlay/main~{ours}") == upstream_main  # upstream's commit is the same object
+    assert git(upstream, "rev-parse", "main") == upstream_main
+
+
+def test_unapply_takes_the_branch_dco_fix_signed_off(capsys, checkout):
+    """make dco FIX=1 on overlay/<target>, then make unapply: 'has commits made after apply;
+    move them elsewhere or delete the branch by hand' (exit 3), with no word of the backup."""
+    start = seen(checkout)
+    apply_mod.apply(load("main"), src=checkout)
+    code, out, err = cli(capsys, "dco", "--src", checkout, "--branch", "overlay/main", "--fix", "--signoff", SIGNOFF)
+    assert code == 0 and "sign-offs added" in out, err
+    code, out, err = cli(capsys, "unapply", "--target", "main", "--src", checkout)
+    assert code == 0, err
+    assert "refs/patchkit-backup/overlay/main" in out and "make dco FIX=1" in out
+    assert seen(checkout) == start  # the backup ref went with the branch it backed up
+
+
+@pytest.mark.slow
+def test_a_signed_off_set_is_already_applied_and_a_rewritten_one_names_the_backup(capsys, checkout):
+    """apply over the branch dco signed off said it was 'built from another version', with a
+    hint to unapply that refused; a branch rewritten otherwise named no backup."""
+    apply_mod.apply(load("main"), src=checkout)
+    dco.fix(Repo(checkout), "overlay/main", dco.parse_identity(SIGNOFF))
+    code, out, err = cli(capsys, "apply", "--target", "main", "--src", checkout)
+    assert code == 0 and "already applied" in out, err
+    git(checkout, "commit", "-q", "--amend", "-m", "[#19514][doc] Reworded by hand")
+    before = seen(checkout)
+    code, _, err = cli(capsys, "unapply", "--target", "main", "--src", checkout)
+    assert code == 3 and "refs/patchkit-backup/overlay/main" in err and "branch -m overlay/main" in err
+    assert seen(checkout) == before
+
+
+def test_apply_over_the_users_own_commits_says_so_and_its_hint_works(capsys, checkout):
+    """Commits of the user's own on overlay/<target>, then make apply: 'already exists and was
+    built from another version of the patch set' with a hint to unapply, which refused too."""
+    apply_mod.apply(load("main"), src=checkout)
+    (checkout / "mine.txt").write_text("my work\n")
+    git(checkout, "add", "mine.txt")
+    git(checkout, "commit", "-q", "-m", "My own work")
+    before = seen(checkout)
+    code, _, err = cli(capsys, "apply", "--target", "main", "--src", checkout)
+    assert code == 3 and err.count("\n") == 1, err
+    assert "1 commit(s) made after apply on top of the series" in err and "My own work" in err
+    assert seen(checkout) == before
+    keep = re.search(r"\((git -C .+ branch -m overlay/main overlay/main-mine)\)", err).group(1)
+    sh(*shlex.split(keep))
+    code, out, err = cli(capsys, "apply", "--target", "main", "--src", checkout)
+    assert code == 0 and "whose branch overlay/main is gone" in out, err
+    assert head(checkout) == "overlay/main" and "My own work" in git(checkout, "log", "-1", "overlay/main-mine")
+
+
+def test_make_check_exits_4_when_no_targets_ref_is_in_the_checkout(capsys, tmp_path):
+    """make check on an empty or wrong repository printed 'ref not in checkout' for each
+    target and exited 0: a CI gate passed."""
+    empty = tmp_path / "empty"
+    sh("git", "init", "-q", empty)
+    code, out, err = cli(capsys, "check", "--src", empty)
+    assert code == 4 and out == "" and err.count("\n") == 1, err
+    assert "no target's ref is in" in err and "nothing was checked" in err
+
+
+@pytest.mark.slow
+def test_a_checkout_without_origin_gets_a_fetch_hint_naming_the_url_and_it_runs(capsys, upstream, tmp_path):
+    """Without origin, the hint was `git fetch origin <ref>`, which fails there (and a tag so
+    fetched from origin is no tag in a --no-tags clone)."""
+    clone = tmp_path / "clone"
+    sh("git", "clone", "-q", "--no-tags", upstream.as_uri(), clone)
+    git(clone, "remote", "remove", "origin")
+    code, _, err = cli(capsys, "apply", "--target", "rc25", "--src", clone, "--url", upstream.as_uri())
+    assert code == 4 and upstream.as_uri() in err, err
+    fetch = re.search(r"run: (git .+)$", err.strip()).group(1)
+    sh(*shlex.split(fetch))
+    code, out, err = cli(capsys, "apply", "--target", "rc25", "--src", clone)
+    assert code == 0 and "refs/tags/v1.3.0rc25" in out, err
+
+
+# -- every hint runs as printed, every value named as given (#24 item 6) ----------------------------
+def make_run(*args: str, root: Path = ROOT, cwd: Path = ROOT):
+    """make as a user runs it (the venv step skipped), on a project root of the test's own."""
+    return sh("make", "-s", "-C", cwd, "SETUP=", f"PATCHKIT={sys.executable} -m patchkit --root {root}", *args,
+              check=False)
+
+
+@pytest.mark.parametrize("variable, target, said", tiered(
+    ("MODE=bogus", "delta", "MODE: invalid choice: 'bogus'"),
+    ("TLS_VERIFY=maybe", "container-push", "TLS_VERIFY: invalid choice: 'maybe'"),
+    ("GPU_RUNNER= ", "workflow", "GPU_RUNNER: must not be empty"),
+    ("BUILDER=bogus", "container", "BUILDER: unknown image builder 'bogus'")))
+def test_a_bad_value_through_make_is_named_as_the_make_variable(tmp_path, checkout, variable, target, said):
+    """make delta MODE=bogus said `argument --mode: invalid choice`, a flag the user never
+    typed; make workflow GPU_RUNNER=' ' used the default runners without a word (the CLI
+    refuses a blank --gpu-runner); make container BUILDER=bogus exited 5, not 2."""
+    root = copy_root(tmp_path)
+    res = make_run(variable, f"TRTLLM_SRC={checkout}", "REGISTRY=r.example/x", target, root=root)
+    err = res.stderr.replace("make: ***", "\n").splitlines()[0]
+    assert f"patchkit: error: {said}" in err and "--" not in err.split("(see")[0], res.stderr
+    assert "Error 2" in res.stderr  # the CLI's exit 2: bad input
+    assert not (root / ".github").exists()
+
+
+def test_pr_says_the_lint_fix_in_the_users_vocabulary():
+    """make pr from the CLI said `make lint FIX=1` for failing formatters (in the checklist
+    item's reason), a command of the other vocabulary."""
+    from patchkit.cli import COMMANDS
+    from patchkit.pr import branch, checklist
+    from patchkit.render import Voice
+    failing = {"config_found": True, "failures": [{"file": "a.py", "hook": "ruff-format", "wants": "x"}],
+               "ran": ["ruff-format"], "not_run": {}}
+    facts = checklist.Facts(explained=True, new_tests=("t.py",), mode="source", neighbours={}, ref="main", lint=failing)
+    item = checklist.answer("The code follows the coding guidelines of the project.", facts, ())
+    assert item.state == checklist.OPEN and "ruff-format" in item.why and "make lint" not in item.why
+    options = {c.name: {a.dest: (a.flag, a.make) for a in c.args} for c in COMMANDS.values()}
+    given = {"target": "main", "src": "/w/trtllm", "report": "/w/delta.json", "signoff": SIGNOFF}
+    hint = branch._mend_hint([item], failing)
+    said = {via: Voice(via_make=via, command="pr", given=given, options=options).hint(hint) for via in (False, True)}
+    # pr's REPORT is the delta's report: lint must not be pointed at it
+    assert said[False] == "run: patchkit lint --target main --src /w/trtllm --fix (it mends the formatters' part)"
+    assert said[True] == "run: make lint TRTLLM=main TRTLLM_SRC=/w/trtllm FIX=1 (it mends the formatters' part)"
+
+
+def test_keep_it_elsewhere_renames_the_branch_so_pr_can_run_again(upstream):
+    """make pr on a pr/<target> with a commit it did not make said 'keep it elsewhere (git
+    branch keep/main pr/main)': a copy, after which pr/main was refused again."""
+    from patchkit.errors import Conflict
+    from patchkit.pr import branch
+    checkout = upstream
+    git(checkout, "branch", "pr/main")
+    repo = Repo(checkout)
+    with pytest.raises(Conflict) as exc:
+        branch._refuse_foreign_commits(repo, "main", "pr/main")
+    keep = re.search(r"\((git -C .+ branch -m pr/main keep/main)\)", exc.value.message).group(1)
+    sh(*shlex.split(keep))
+    assert branch._refuse_foreign_commits(repo, "main", "pr/main") is None
+    assert "refs/heads/keep/main" in branches(checkout)
+
+
+# -- a fault sweep over apply and unapply with a second worktree present ----------------------------
+class WorktreeScenario(Scenario):
+    """apply, or unapply, rc25 in a linked worktree ('side') of the user's clone, whose main
+    worktree stays on main: after a failure both worktrees are as they were, after a kill the
+    next plain run finishes the job (robust/test_faults.py's sweep)."""
+
+    def __init__(self, name, tmp: Path, upstream: Path, checkout: Path, root: Path, report) -> None:
+        self.name, self.tmp, self.root, self.upstream, self.report = name, tmp, root, upstream, report
+        self.template = tmp / f"template-{name}"
+        shutil.copytree(checkout, self.template / "trtllm", symlinks=True)
+        git(self.template / "trtllm", "worktree", "add", "-q", "-b", "side", str(self.template / "side"))
+        if name == "wt-unapply":
+            done = Injector(tmp).run(["apply", "--target", "rc25", "--src", str(self.template / "side")], root=root)
+            assert done.code == 0, done.stderr
+
+    def argv(self, work: Path) -> list[str]:
+        return ["apply" if self.name == "wt-apply" else "unapply", "--target", "rc25", "--src", str(work.parent / "side")]
+
+    def fresh(self, n: int) -> Path:
+        run = self.tmp / f"run-{self.name}-{n}"
+        if run.exists():
+            shutil.rmtree(run)
+        shutil.copytree(self.template, run, symlinks=True)
+        work, side = run / "trtllm", run / "side"
+        # the copies point at each other, as `git worktree repair` would make them
+        (side / ".git").write_text(f"gitdir: {work}/.git/worktrees/side\n")
+        (work / ".git" / "worktrees" / "side" / "gitdir").write_text(f"{side}/.git\n")
+        return work
+
+    def look(self, work: Path) -> dict | None:
+        if not work.exists():
+            return None
+        both = {f"{name} {k}": v for name, tree in (("main", work), ("side", work.parent / "side"))
+                for k, v in state_of(tree).items() if k != "index"}
+        return {k: v.replace(str(work.parent), "<run>") if isinstance(v, str) else v for k, v in both.items()}
+
+
+@pytest.fixture(scope="module")
+def wt_world(tmp_path_factory, miniature_template):
+    tmp = tmp_path_factory.mktemp("wtfaults")
+    upstream, checkout = tmp / "upstream", tmp / "checkout"
+    shutil.copytree(miniature_template, upstream, symlinks=True)
+    sh("git", "clone", "-q", upstream.as_uri(), checkout)
+    return tmp, upstream, checkout, copy_root(tmp), None
+
+
+@pytest.mark.slow  # make test keeps the plain cross-worktree unapply above
+@pytest.mark.parametrize("name", ["wt-apply", "wt-unapply"])
+def test_sampled_faults_with_a_second_worktree_leave_both_as_they_were_or_recoverable(wt_world, tmp_path, name):
+    counts = sweep(wt_world, name, 3, tmp_path, WorktreeScenario)
+    assert counts["runs"] >= 6 and _defects(counts) == 0, dict(counts)
+
+
+@pytest.mark.exhaustive
+@pytest.mark.parametrize("name", ["wt-apply", "wt-unapply"])
+def test_every_fault_point_with_a_second_worktree(wt_world, tmp_path, name):
+    counts = sweep(wt_world, name, None, tmp_path, WorktreeScenario)
+    assert _defects(counts) == 0, dict(counts)

@@ -6,7 +6,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import lock, schema as S, series, state
+from . import applied, lock, series, state
+from .applied import APPLIED, APPLYING, SAME, SIGNED, UNAPPLYING, read_state
 from .delta import upstreamfix
 from .errors import Conflict, Hint, NotFound
 from .git import GitError, Repo, Sha, short_ref
@@ -30,20 +31,7 @@ class ApplyResult:
     checked_out_again: bool = False
     outcomes: list[series.Outcome] = field(default_factory=list)
     waiver: Narrowing | None = None
-
-
-STATE_SCHEMA = S.record({
-    "phase": S.string(), "target": S.string(), "branch": S.string(), "base": S.string(), "tip": S.string(),
-    "set_hash": S.string(), "previous_symbolic": S.optional(S.string()), "previous_head": S.optional(S.string()),
-}, unknown=True)
-APPLYING, APPLIED, UNAPPLYING = "applying", "applied", "unapplying"
-
-
-def read_state(repo: Repo, target: str) -> dict | None:
-    st = state.read(repo, target, STATE_SCHEMA)
-    if st is not None and st["phase"] not in (APPLYING, APPLIED, UNAPPLYING):
-        raise Conflict(f"{state.path(repo, target)}: unknown phase {st['phase'][:40]!r}; remove the file, then run again")
-    return st
+    notes: list[str] = field(default_factory=list)  # what was found and dealt with on the way
 
 
 def apply(ps: PatchSet, *, src: Path, url: str | None = None, threeway: bool = False) -> ApplyResult:
@@ -51,7 +39,7 @@ def apply(ps: PatchSet, *, src: Path, url: str | None = None, threeway: bool = F
     with contextlib.ExitStack() as held:
         repo, cloned = obtain(ps, src, url, hold=held, command=f"apply {ps.target}")
         try:
-            return _apply(ps, repo, cloned, threeway)
+            return _apply(ps, repo, cloned, threeway, url)
         except BaseException:
             if cloned:
                 discard_clone(src)
@@ -93,7 +81,7 @@ def _go(repo: Repo, st: dict, rev: str) -> None:
         repo.checkout(rev)
 
 
-def recover(repo: Repo, st: dict) -> str:
+def recover(repo: Repo, st: dict, notes: list[str] | None = None) -> str:
     """Finish or undo what an interrupted apply or unapply left; returns what was done.
 
     Intent is recorded before any ref moves, so a state file in phase 'applying' or
@@ -101,34 +89,67 @@ def recover(repo: Repo, st: dict) -> str:
     it got as far as checking the branch out; otherwise, and for unapply, the checkout goes
     back to where the user was before apply and the branch is dropped.
     """
+    notes = notes if notes is not None else []
     branch_ref = f"refs/heads/{st['branch']}"
     head_ref, tip = repo.symbolic_head(), repo.rev_parse(branch_ref)
     if st["phase"] == APPLYING and head_ref == branch_ref and tip == st["tip"]:
         _go(repo, st, st["branch"])
         state.write(repo, st["target"], dict(st, phase=APPLIED))
         return "finished"
-    _go(repo, st, _previous(st))
-    if tip == st["tip"]:
-        repo.delete_ref(branch_ref, Sha(tip))
+    rev = applied.destination(repo, st, notes)
+    if rev is not None:
+        _go(repo, st, rev)
+    if tip is not None and applied.since_apply(repo, st, tip) in (SAME, SIGNED):
+        _drop_branch(repo, st, tip, notes)
     state.remove(repo, st["target"])
     return "undone"
 
 
-def _apply(ps: PatchSet, repo: Repo, cloned: bool, threeway: bool) -> ApplyResult:
-    st = read_state(repo, ps.target)
+def _drop_branch(repo: Repo, st: dict, tip: Sha, notes: list[str]) -> None:
+    """Delete the set's branch (and the backup make dco FIX=1 kept of what apply made), unless
+    another worktree has it checked out."""
+    ref = f"refs/heads/{st['branch']}"
+    there = repo.checked_out_elsewhere().get(ref)
+    if there:
+        notes.append(f"kept branch {st['branch']}: it is checked out in {there}")
+        return
+    repo.delete_ref(ref, tip)
+    backup = applied.backup_ref(st["branch"])
+    if tip != st["tip"] and repo.rev_parse(backup) == st["tip"]:
+        repo.delete_ref(backup, Sha(st["tip"]))
+        notes.append(f"{st['branch']} carried the sign-offs make dco FIX=1 added; removed it with {backup}, "
+                     f"which held it as apply made it")
+
+
+def _apply(ps: PatchSet, repo: Repo, cloned: bool, threeway: bool, url: str | None = None) -> ApplyResult:
+    notes: list[str] = []
+    st = read_state(repo, ps.target, notes)
+    if st is not None:
+        applied.revive(repo, st, notes)
     if st is not None and st["phase"] != APPLIED:
-        recover(repo, st)
+        recover(repo, st, notes)
         st = read_state(repo, ps.target)
     require_clean(repo)
-    base_ref, base = base_of(repo, ps)
+    base_ref, base = base_of(repo, ps, url)
     branch_ref = f"refs/heads/{ps.branch}"
+    there = repo.checked_out_elsewhere().get(branch_ref)
+    if there:
+        raise Conflict(f"branch {ps.branch} is checked out in {there}, another worktree of this repository; "
+                       f"the set is applied there", hint=Hint.run(None, src=str(there)))
     existing = repo.rev_parse(branch_ref)
     if st is not None and existing is None:
-        state.remove(repo, ps.target)  # the branch was deleted by hand: the record is stale
+        # The branch was deleted by hand (or renamed to keep commits made on it): the record is stale.
+        state.remove(repo, ps.target)
+        notes.append(f"found a record of an earlier apply of {ps.target} whose branch {ps.branch} is gone; "
+                     f"dropped it and applied afresh")
         st = None
-    result = ApplyResult(ps.target, str(repo.path), ps.branch, base_ref, base, existing or base, cloned, False)
+    result = ApplyResult(ps.target, str(repo.path), ps.branch, base_ref, base, existing or base, cloned, False,
+                         notes=notes)
     if existing:
-        if st and st["tip"] == existing and st["base"] == base and st["set_hash"] == ps.content_hash:
+        kind = applied.since_apply(repo, st, existing) if st else None
+        if kind not in (None, SAME, SIGNED):
+            raise applied.changed_since(repo, st, existing, kind)
+        if st and st["base"] == base and st["set_hash"] == ps.content_hash:
             if repo.symbolic_head() == branch_ref:
                 result.already_applied = True
                 return result
@@ -228,21 +249,34 @@ class UnapplyResult:
     checkout: str
     branch: str
     restored: str
+    moved: bool = True  # False: HEAD stayed where it was (where apply started is gone)
+    notes: list[str] = field(default_factory=list)
+    left: str | None = None  # another set's branch this unapply left, still applied
+
+    @property
+    def hints(self) -> list[Hint]:
+        return [Hint.run("unapply", target=self.left)] if self.left else []
 
 
 def unapply(ps: PatchSet, *, src: Path) -> UnapplyResult:
     """Return the checkout to where it was before make apply, and drop the target's branch."""
     repo = Repo.open(src)
-    with lock.hold(repo.git_path(lock.NAME), f"unapply {ps.target}", str(src)):
-        st = read_state(repo, ps.target)
+    with lock.hold(repo.common_path(lock.NAME), f"unapply {ps.target}", str(src)):
+        notes: list[str] = []
+        st = read_state(repo, ps.target, notes)
         if not st:
+            there = repo.checked_out_elsewhere().get(f"refs/heads/{ps.branch}")
+            if there:  # applied in another worktree of the repository: its record is there
+                raise NotFound(f"{ps.target} was not applied to {src} by apply; nothing to unapply here: its branch "
+                               f"{ps.branch} is checked out in {there}", hint=Hint.run(None, src=str(there)))
             raise NotFound(f"{ps.target} was not applied to {src} by apply; nothing to unapply")
+        applied.revive(repo, st, notes)
         if st["phase"] != APPLIED:
-            recover(repo, st)  # finishes an interrupted apply, or undoes it
+            recover(repo, st, notes)  # finishes an interrupted apply, or undoes it
             st = read_state(repo, ps.target)
             if not st:
-                return UnapplyResult(ps.target, str(repo.path), ps.branch, _previous_name(repo))
-        return _unapply(repo, st)
+                return UnapplyResult(ps.target, str(repo.path), ps.branch, _previous_name(repo), notes=notes)
+        return _unapply(repo, st, notes)
 
 
 def _previous_name(repo: Repo) -> str:
@@ -250,23 +284,33 @@ def _previous_name(repo: Repo) -> str:
     return short_ref(head) if head else (repo.head() or "")
 
 
-def _unapply(repo: Repo, st: dict) -> UnapplyResult:
+def _unapply(repo: Repo, st: dict, notes: list[str]) -> UnapplyResult:
     branch_ref = f"refs/heads/{st['branch']}"
     tip = repo.rev_parse(branch_ref)
-    if tip and tip != st["tip"]:
-        raise Conflict(f"branch {st['branch']} has commits made after apply; "
-                       f"move them elsewhere or delete the branch by hand")
-    restored = st["previous_symbolic"] or st["previous_head"]
+    applied.refuse_if_elsewhere(repo, st["branch"], "unapply")
+    if tip is None:
+        notes.append(f"branch {st['branch']} was already gone")
+    elif (kind := applied.since_apply(repo, st, tip)) not in (SAME, SIGNED):
+        raise applied.changed_since(repo, st, tip, kind)
+    here = repo.symbolic_head()
+    rev = applied.destination(repo, st, notes)
+    # Another set's branch checked out here, applied on top of this one (or beside it): kept,
+    # with its record; its own unapply is the next step.
+    left = applied.set_of_branch(repo, here, st["target"]) if here != branch_ref and rev is not None else None
     with transaction(repo):
         state.write(repo, st["target"], dict(st, phase=UNAPPLYING))
         try:
-            if st["previous_head"]:
-                refuse_untracked(repo, st["previous_head"])
-            _checkout(repo, _previous(st))
+            if rev is not None:
+                target = repo.rev_parse(rev)
+                if target:
+                    refuse_untracked(repo, target)
+                _checkout(repo, rev)
             if tip:
-                repo.delete_ref(branch_ref, Sha(tip))
+                _drop_branch(repo, st, tip, notes)
         except BaseException:
             state.write(repo, st["target"], st)
             raise
         state.remove(repo, st["target"])
-    return UnapplyResult(st["target"], str(repo.path), st["branch"], restored)
+    restored = (st["previous_symbolic"] or st["previous_head"]) if rev is not None and rev == _previous(st) else \
+        rev if rev is not None else _previous_name(repo)
+    return UnapplyResult(st["target"], str(repo.path), st["branch"], restored or "", rev is not None, notes, left)

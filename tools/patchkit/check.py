@@ -7,7 +7,7 @@ from pathlib import Path
 from . import series
 from .delta import upstreamfix
 from .errors import Hint, NotFound
-from .git import Repo
+from .git import Repo, fetch_command
 from .model import PatchSet
 from .upstream import base_of
 
@@ -80,6 +80,11 @@ def check(sets: list[PatchSet], *, src: Path) -> Checks:
                         for p, m in zip(plain.outcomes, merged.outcomes)]
         fix = upstreamfix.probe(ps, repo, base, outcomes) if upstreamfix.needs_probe(outcomes) else None
         results.append(TargetCheck(ps.target, ps.upstream.ref, base, outcomes, upstream_fix=fix))
+    if results and all(r.base is None for r in results):
+        # A CI gate must not pass on an empty or wrong repository (#24 item 7).
+        fetch = " && ".join(dict.fromkeys(fetch_command(repo, ps.upstream.ref, ps.upstream.url) for ps in sets))
+        raise NotFound(f"no target's ref is in {src} ({', '.join(f'{r.target}: {r.ref}' for r in results)}); "
+                       f"nothing was checked; run: {fetch}")
     out = Checks(results)
     out.hints = [Hint.radar(r.target) for r in results
                  if r.conflicts or any(o.status == series.THREEWAY for o in r.outcomes)]

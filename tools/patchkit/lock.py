@@ -1,4 +1,6 @@
-"""One writer per checkout: an exclusive flock on <git dir>/patchkit/lock.
+"""One writer per repository: an exclusive flock on <common git dir>/patchkit/lock, shared by
+the repository's worktrees (they share its refs: an apply in one and an unapply in another
+must not move the same branch at once).
 
 Two applies on one checkout corrupted each other (the second one's rollback undid the
 first one's success). Every command that writes takes this lock; a second run waits a

@@ -49,13 +49,21 @@ def outcomes(outs) -> str:
     return table(rows, ("patch", "result", "detail"))
 
 
+def _found(notes) -> list[str]:
+    """What a command found on the way and dealt with (a record whose branch is gone, ...), a line each."""
+    return [str(n) for n in notes]
+
+
 def apply_result(r) -> str:
+    found = _found(getattr(r, "notes", []))
     if getattr(r, "checked_out_again", False):
-        return (f"{r.target}: branch {r.branch} ({r.tip[:12]}) was already built; checked it out again in {r.checkout}")
+        return "\n".join([f"{r.target}: branch {r.branch} ({r.tip[:12]}) was already built; checked it out again "
+                          f"in {r.checkout}", *found])
     if r.already_applied:
-        return (f"{r.target}: already applied on branch {r.branch} ({r.tip[:12]}) in {r.checkout}; nothing changed")
+        return "\n".join([f"{r.target}: already applied on branch {r.branch} ({r.tip[:12]}) in {r.checkout}; "
+                          f"nothing changed", *found])
     lines = [f"{r.target}: {r.base_ref} {r.base[:12]} -> branch {r.branch} {r.tip[:12]}"
-             + (" (partial clone)" if r.cloned else ""), outcomes(r.outcomes)]
+             + (" (partial clone)" if r.cloned else ""), *found, outcomes(r.outcomes)]
     if r.waiver is not None:
         lines.append(f"waivers: {r.waiver.why}")
     ups = [o.patch.name for o in r.outcomes if o.status == "already upstream"]
@@ -82,6 +90,7 @@ def check_results(results) -> str:
         if r.upstream_fix is not None:
             fx = r.upstream_fix
             drifts.append(f"{r.target}: {fx.summary()}" + (f"\n{r.target}: to do: {fx.advice()}" if fx.fixed else ""))
+    drifts += [f"{r.target}: {r.note}" for r in results if r.base is None and r.note]  # how to fetch it
     text = table(rows, ("target", "ref", "commit", "verdict")) + ("\n" + table(details) if details else "")
     return "\n".join([text, *filter(None, drifts)])
 
@@ -227,7 +236,9 @@ def push_result(dest: str) -> str:
 
 
 def unapply_result(r) -> str:
-    return f"{r.target}: {r.checkout} is back on {r.restored}; branch {r.branch} removed"
+    where = "is back on" if getattr(r, "moved", True) else "stays on"
+    return "\n".join([f"{r.target}: {r.checkout} {where} {r.restored}; branch {r.branch} removed",
+                      *_found(getattr(r, "notes", []))])
 
 
 # What exit 1 means for each command whose exit 1 is a verdict (#27 item 4): the command ran, and

@@ -1,7 +1,8 @@
 """The one transaction mechanism: snapshot a checkout, restore it exactly on any failure.
 
 Recorded: HEAD (symbolic or detached), every ref (stash included), the index file's bytes
-and the list of registered worktrees. Tracked files come back from HEAD (the commands that
+and the list of registered worktrees (a branch another worktree has checked out is never
+moved back). Tracked files come back from HEAD (the commands that
 use this refuse a checkout with tracked changes), and untracked files are never touched:
 git checkout refuses to overwrite them, so they survive a failure as they were.
 """
@@ -76,11 +77,15 @@ def restore(repo: Repo, snap: Snapshot, finish: list[str] | None = None, creates
         for ref in creates:
             if ref not in snap.refs:
                 step(f"read {ref}", git("update-ref", "-d", ref), find, ref)
+    # A branch another worktree has checked out is that worktree's: our commands never move it,
+    # so a change to it is the user's work there, and putting it back would leave that
+    # worktree's files behind its HEAD (#24 item 4).
+    theirs = repo.checked_out_elsewhere(snap.worktrees)
     for ref, sha in now.items():
-        if ref not in snap.refs:
+        if ref not in snap.refs and ref not in theirs:
             step(f"delete {ref}", git("update-ref", "-d", ref), repo.delete_ref, ref, sha)
     for ref, sha in snap.refs.items():
-        if now.get(ref) != sha:
+        if now.get(ref) != sha and ref not in theirs:
             step(f"reset {ref}", git("update-ref", ref, sha), repo.set_ref, ref, sha, "patchkit: restore")
     if snap.symbolic_head:
         step("restore HEAD", git("symbolic-ref", "HEAD", snap.symbolic_head), repo.set_symbolic_head,

@@ -27,7 +27,7 @@ def obtain(ps: PatchSet, src: Path, url: str | None, hold: contextlib.ExitStack 
     if src.exists() or src.is_symlink():
         repo = Repo.open(src)
         if hold is not None:
-            hold.enter_context(lock.hold(repo.git_path(lock.NAME), command, str(src)))
+            hold.enter_context(lock.hold(repo.common_path(lock.NAME), command, str(src)))
         _fetch_missing_ref(repo, ps)
         return repo, False
     made = _make_parents(src)
@@ -104,7 +104,7 @@ def _clone(ps: PatchSet, src: Path, url: str | None, hold: contextlib.ExitStack 
         try:
             repo = partial_clone(url or ps.upstream.url, tmp / "clone", ps.upstream.ref, ps.sparse_paths)
             if hold is not None:  # the lock file moves with the rename: nobody can slip in between
-                hold.enter_context(lock.hold(repo.git_path(lock.NAME), command, str(src)))
+                hold.enter_context(lock.hold(repo.common_path(lock.NAME), command, str(src)))
             repo.close()
             os.rename(tmp / "clone", src)
         finally:
@@ -132,9 +132,10 @@ def _fetch_missing_ref(repo: Repo, ps: PatchSet) -> None:
         repo.sparse_checkout_add(wanted)
 
 
-def base_of(repo: Repo, ps: PatchSet) -> tuple[str, Sha]:
-    """The ref the set targets, as found in this checkout, and its commit."""
-    return resolve_target_ref(repo, ps.upstream.ref)
+def base_of(repo: Repo, ps: PatchSet, url: str | None = None) -> tuple[str, Sha]:
+    """The ref the set targets, as found in this checkout, and its commit (NotFound says how to
+    fetch it: from origin, else from url, else from the set's upstream)."""
+    return resolve_target_ref(repo, ps.upstream.ref, url or ps.upstream.url)
 
 
 def refuse_symlinked_paths(repo: Repo, base: Sha, ps: PatchSet) -> None:

@@ -11,14 +11,13 @@ import errno
 import logging
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
 
 # Only what every command needs is imported here: the ground floor and the rendering (each
 # command imports its own modules when it runs: runs.py).
 from .. import __version__, progress, render, scratch
 from ..errors import CommandError, ExitCode, UserError, crashed, is_git_error
+from . import parser
 from .commands import COMMANDS
 from .table import voice
 
@@ -38,25 +37,8 @@ def find_root(start: Path | None = None) -> Path:
     return Path(__file__).resolve().parents[3]
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse, but a bad command line is one line on stderr (exit 2), like every other error."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(ExitCode.USAGE, f"patchkit: error: {message} (see: {self.prog} --help)\n")
-
-
-def _given(kind: Callable[[str], Any]) -> Callable[[str], Any]:
-    """An argparse type that refuses an empty value: an empty TRTLLM_SRC must not mean '.'."""
-    def convert(text: str) -> Any:
-        if not text.strip():
-            raise argparse.ArgumentTypeError("must not be empty")
-        return kind(text)
-    convert.__name__ = getattr(kind, "__name__", "value")
-    return convert
-
-
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="patchkit", description="Carry TensorRT-LLM fixes as versioned patch sets.")
+    p = parser.Parser(prog="patchkit", description="Carry TensorRT-LLM fixes as versioned patch sets.")
     p.add_argument("--version", action="version", version=f"patchkit {__version__}")
     p.add_argument("--root", type=Path, help="project directory holding patches/ and waivers/")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -65,11 +47,12 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     for c in COMMANDS.values():
         sp = sub.add_parser(c.name, help=c.help, description=c.help, formatter_class=argparse.RawDescriptionHelpFormatter,
-                            epilog="example:\n" + "\n".join(f"  {line}" for line in c.example.splitlines()))
+                            epilog="example:\n" + "\n".join(f"  {line}" for line in c.example.splitlines()),
+                            make_names={a.flag: a.make for a in c.args if a.make})
         for a in c.args:
             options = dict(a.options)
             if options.get("type", str) in (str, Path) and "choices" not in options and options.get("action") in (None, "append"):
-                options["type"] = _given(options.get("type", str))
+                options["type"] = parser.given(options.get("type", str))
             sp.add_argument(a.flag, help=a.help + (f" (make: {a.make})" if a.make else ""), **options)
         # `patchkit apply ... --json` as well as `patchkit --json apply ...`
         sp.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print the result as JSON")
@@ -82,6 +65,11 @@ def main(argv: list[str] | None = None) -> int:
     progress.set_quiet(args.quiet)
     said = voice(args)
     command = COMMANDS[args.command]
+    blank = parser.blank_make_value((a.make, a.options.get("action") in (None, "append"))
+                                    for a in command.args if a.make) if said.via_make else None
+    if blank:
+        print(f"patchkit: error: {blank}: must not be empty (see: make help)", file=sys.stderr)
+        return ExitCode.USAGE
     try:
         scratch.sweep()  # what a killed run left in $TMPDIR (#17 item 9)
         res = command.run((args.root or find_root()).resolve(), args)

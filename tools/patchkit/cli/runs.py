@@ -95,7 +95,7 @@ def _lint(root, args):
 
 def _locked(repo: Repo, command: str) -> contextlib.AbstractContextManager:
     """The checkout's lock, held while a command writes to it (see lock.py)."""
-    return lock.hold(repo.git_path(lock.NAME), command, str(repo.path))
+    return lock.hold(repo.common_path(lock.NAME), command, str(repo.path))
 
 
 def _pr(root, args):
@@ -116,13 +116,17 @@ def _pr(root, args):
 
 
 def _dco(root, args):
+    from .. import patchset
     from ..git import Repo
     from ..pr import dco
     repo = Repo.open(args.src)
+    # Upstream's own commits end at the targets' refs: never checked, never rewritten (#24 item 5).
+    upstream = [] if args.base else dco.upstream_refs(repo, [patchset.load(root, t).upstream.ref
+                                                            for t in patchset.targets(root)])
     if args.fix:
         with _locked(repo, f"dco --fix {args.branch}"):
-            return dco.fix(repo, args.branch, dco.signoff_identity(repo, args.signoff), args.base)
-    return dco.check(repo, args.branch, args.base)
+            return dco.fix(repo, args.branch, dco.signoff_identity(repo, args.signoff), args.base, upstream)
+    return dco.check(repo, args.branch, args.base, upstream)
 
 
 def _export(check_only: bool):

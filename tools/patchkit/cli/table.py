@@ -4,13 +4,13 @@ table that commands.py registers here."""
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .. import render
+from . import parser
 from ..errors import ExitCode
 
 @dataclass(frozen=True)
@@ -71,5 +71,5 @@ def voice(args: argparse.Namespace) -> render.Voice:
     options = {c.name: {a.dest: (a.flag, a.make) for a in c.args} for c in REGISTRY.values()}
     given = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()
              if k in options.get(args.command, {})}
-    return render.Voice(via_make=os.environ.get("PATCHKIT_VIA_MAKE") == "1", command=args.command, given=given,
+    return render.Voice(via_make=parser.via_make(), command=args.command, given=given,
                         options=options, prefix=("--root", str(args.root)) if args.root else ())

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 from .. import proc
-from ..errors import CommandError, NotFound, ToolMissing
+from ..errors import BadInput, CommandError, NotFound, ToolMissing
 
 
 @dataclass(frozen=True)
@@ -212,7 +212,9 @@ def pick(name: str | None) -> Builder:
     """The named builder, or the first that works here; ToolMissing (with the reason) when none does."""
     if name:
         if name not in BUILDERS:
-            raise ToolMissing(f"unknown image builder {name!r} (known: {', '.join(BUILDERS)})", setting="builder")
+            # A name outside the registry is bad input (exit 2), as argparse says of a bad choice;
+            # exit 5 is for a known builder that does not work here (#24 item 6).
+            raise BadInput(f"unknown image builder {name!r} (known: {', '.join(BUILDERS)})", setting="builder")
         problem = BUILDERS[name].problem()
         if problem:
             raise ToolMissing(f"{name} does not work on this machine: {problem}", setting="builder")

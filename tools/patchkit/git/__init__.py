@@ -22,11 +22,12 @@ from __future__ import annotations
 from .changes import TreeChange, squash_number
 from .runner import POLICY, ZERO, GitError, Identity, Result, Sha, check_ref_format, identity_env, run_git
 from .objects import CommitInfo, Index
-from .refs import ref_candidates, resolve_target_ref, short_ref
+from .refs import fetch_command, ref_candidates, resolve_target_ref, short_ref
 from .transfer import LOCAL_UPLOAD_PACK, ObjectStats, network_timeout
 from .repo import Repo, init
 from .clone import clone, partial_clone
 
 __all__ = ["LOCAL_UPLOAD_PACK", "POLICY", "ZERO", "CommitInfo", "TreeChange", "GitError", "Identity", "Index", "ObjectStats",
+           "fetch_command",
            "Repo", "Result", "Sha", "check_ref_format", "clone", "identity_env", "init", "network_timeout",
            "partial_clone", "ref_candidates", "resolve_target_ref", "run_git", "short_ref", "squash_number"]

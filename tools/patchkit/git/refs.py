@@ -2,6 +2,7 @@
 ref is found in a checkout."""
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -97,8 +98,28 @@ class RefsMixin:
 
     # -- worktrees -----------------------------------------------------------------------------
     def worktrees(self) -> str:
-        """The registered worktrees, as `git worktree list --porcelain` says them."""
-        return self._run("worktree", "list", "--porcelain").text
+        """The registered worktrees, as `git worktree list --porcelain -z` says them."""
+        return self._run("worktree", "list", "--porcelain", "-z").text
+
+    def checked_out_elsewhere(self, listing: str | None = None) -> dict[str, Path]:
+        """The branches the repository's other worktrees have checked out (an unborn one too),
+        each with that worktree's path; read from listing (worktrees()'s text) when given.
+
+        Deleting or moving such a branch leaves that worktree on a branch that is gone (every
+        file staged as added) or with files that no longer match its HEAD (#24 item 4)."""
+        me = self.path.resolve()
+        out: dict[str, Path] = {}
+        path, branch = None, None
+        for field in (self.worktrees() if listing is None else listing).split("\0"):
+            if field.startswith("worktree "):
+                path = Path(field[len("worktree "):])
+            elif field.startswith("branch "):
+                branch = field[len("branch "):]
+            elif not field:  # the end of one worktree's record
+                if path is not None and branch and path.resolve() != me:
+                    out.setdefault(branch, path)
+                path, branch = None, None
+        return out
 
     def worktree_add(self, path: Path, rev: str) -> RefsMixin:
         """A detached worktree of rev at path (a Repo)."""
@@ -177,10 +198,33 @@ def short_ref(ref: str) -> str:
     return ref
 
 
-def resolve_target_ref(repo: "RefsMixin", ref: str) -> tuple[str, Sha]:
+def fetch_command(repo: "RefsMixin", ref: str, url: str) -> str:
+    """The git command that brings a target's ref into the checkout where resolve_target_ref
+    finds it, as the user runs it: from origin, or from url when the checkout has no origin.
+
+    `git fetch origin <tag>` leaves no tag behind in a clone made with --no-tags (only
+    FETCH_HEAD), and without origin no remote-tracking ref is written at all: the refspec
+    says where the ref lands. A ref named like upstream's release tags (v1.3.0rc25) is
+    fetched as a tag; any other name as a branch."""
+    remote = url if url and not repo.config_get("remote.origin.url") else "origin"  # type: ignore[attr-defined]
+    if ref.startswith("refs/"):
+        spec = [f"{ref}:{ref}"]
+    elif _RELEASE_TAG.match(ref):
+        spec = ["tag", ref]
+    else:
+        spec = [f"{ref}:refs/remotes/origin/{ref}"]
+    return repo.user_command("fetch", remote, *spec)  # type: ignore[attr-defined]
+
+
+_RELEASE_TAG = re.compile(r"^v[0-9]")
+
+
+def resolve_target_ref(repo: "RefsMixin", ref: str, url: str = "") -> tuple[str, Sha]:
+    """Where the target's ref is in this checkout, and its commit; NotFound with the command
+    that fetches it (from url when the checkout has no origin)."""
     for cand in ref_candidates(ref):
         sha = repo.rev_parse(cand)
         if sha:
             return cand, sha
-    raise NotFound(f"{ref} is not in {repo.path}; run: git -C {repo.path} fetch origin {ref}")
+    raise NotFound(f"{ref} is not in {repo.path}; run: {fetch_command(repo, ref, url)}")
 

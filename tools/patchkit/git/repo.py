@@ -78,15 +78,22 @@ class Repo(RefsMixin, ObjectsMixin, TransferMixin, HistoryMixin, ChangesMixin):
 
     # -- where things are ------------------------------------------------------------------
     def git_path(self, name: str) -> Path:
-        """A path inside the repository's git directory (shared across worktrees)."""
+        """A path inside this worktree's git directory, as git itself places it (`--git-path`):
+        what belongs to one checkout (index, an apply's record) is the worktree's own; what
+        git shares (objects, refs) is in the common directory."""
+        p = Path(self._out("rev-parse", "--git-path", name))
+        return p if p.is_absolute() else self.path / p
+
+    def common_path(self, name: str) -> Path:
+        """A path inside the git directory every worktree of the repository shares (the lock
+        that guards the refs they share)."""
         common = Path(self._out("rev-parse", "--git-common-dir"))
         if not common.is_absolute():
             common = self.path / common
         return common / name
 
     def index_path(self) -> Path:
-        p = Path(self._out("rev-parse", "--git-path", "index"))
-        return p if p.is_absolute() else self.path / p
+        return self.git_path("index")
 
     def push_command(self, url: str, branch: str) -> str:
         """The git command a user runs to push a branch of this checkout to url (said, not run)."""

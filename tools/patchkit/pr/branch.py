@@ -60,14 +60,20 @@ def _refuse_foreign_commits(repo: Repo, target: str, branch: str) -> Sha | None:
     if repo.symbolic_head() == ref:
         raise Conflict(f"{branch} is checked out in {repo.path}; switch to another branch first "
                        f"(git -C {repo.path} switch -), then run again")
-    last = state.read(repo, f"pr-{target}", _PR_STATE)
+    there = repo.checked_out_elsewhere().get(ref)
+    if there:  # moving it would leave that worktree's files behind its HEAD (#24 item 4)
+        raise Conflict(f"{branch} is checked out in {there}, another worktree of this repository; check out "
+                       f"another branch there, then run again")
+    last = state.read(repo, f"pr-{target}", _PR_STATE, shared=True)  # about a branch every worktree sees
     if last is None or old not in (last["tip"], last.get("previous")):
         ours = last["tip"] if last and repo.rev_parse(last["tip"]) else None
         foreign = repo.commits(f"{ours}..{old}") if ours else [old]
         sha = foreign[-1] if foreign else old
         subject = repo.commit_info(sha).subject
-        raise Conflict(f"{branch} has {sha[:12]} ({subject[:60]}), which make pr did not make; keep it elsewhere "
-                       f"(git -C {repo.path} branch keep/{target} {branch}) or delete {branch}, then run again")
+        # Renamed, not copied: a copy left the branch where it was, and make pr refused it again.
+        keep = repo.user_command("branch", "-m", branch, f"keep/{target}")
+        raise Conflict(f"{branch} has {sha[:12]} ({subject[:60]}), which make pr did not make; keep it under "
+                       f"another name ({keep}) or delete {branch}, then run again")
     return old
 
 
@@ -101,7 +107,8 @@ def pr(ps: PatchSet, *, repo: Repo, report: Path, out_dir: Path, signoff: str | 
         first = f"item '{open_items[0].item}' is open: {open_items[0].why}" if open_items else problems[0]
         more = len(open_items or problems) - 1
         raise UserError(f"{ps.target}: the PR body would fail upstream's PR checks: {first}"
-                        + (f" (and {more} more)" if more else "") + "; nothing written", ExitCode.MISMATCH)
+                        + (f" (and {more} more)" if more else "") + "; nothing written", ExitCode.MISMATCH,
+                        hint=_mend_hint(open_items, lint))
     branch = f"pr/{ps.target}"
     old = _refuse_foreign_commits(repo, ps.target, branch)
 
@@ -119,7 +126,7 @@ def pr(ps: PatchSet, *, repo: Repo, report: Path, out_dir: Path, signoff: str | 
     # The branch moves last, once everything it stands for is written; the record of what
     # make pr made comes first, naming the tip before and after, so a kill in between is no
     # reason to refuse the next run.
-    state.write(repo, f"pr-{ps.target}", {"branch": branch, "tip": res.tip, "previous": old})
+    state.write(repo, f"pr-{ps.target}", {"branch": branch, "tip": res.tip, "previous": old}, shared=True)
     if old != res.tip:
         repo.update_ref(f"refs/heads/{branch}", res.tip, old, f"patchkit pr {ps.target}")
     notes = list(body.notes)
@@ -137,6 +144,15 @@ def pr(ps: PatchSet, *, repo: Repo, report: Path, out_dir: Path, signoff: str | 
     return PrResult(ps.target, branch, base, res.tip, pr_title, text, messages, str(out_dir),
                     [p.name for p in written], body.template,
                     [vars(a) for a in body.answers], notes, opens, ref, branch_set)
+
+
+def _mend_hint(open_items: list[checklist.Answer], lint: dict | None) -> Hint | None:
+    """Failing formatters are mended by lint's FIX, said as the user runs lint: make lint FIX=1
+    through make, patchkit lint --fix from a shell (#24 item 6). pr's REPORT is the delta's
+    report, not lint's: it is left out."""
+    if not (lint and lint.get("failures") and any(checklist.is_guidelines(a.item) for a in open_items)):
+        return None
+    return Hint("lint", (("fix", True), ("report", False)), "it mends the formatters' part")
 
 
 _GITHUB = re.compile(r"^(?:https://|git@|ssh://git@)github\.com[:/]([^/]+)/([^/]+?)(?:\.git)?/?$")

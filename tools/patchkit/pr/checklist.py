@@ -101,8 +101,8 @@ def _guidelines(f: Facts) -> tuple[str, str] | None:
         return OPEN, f"upstream has no .pre-commit-config.yaml at {f.ref}, so no hook could check the series"
     bad = f.lint.get("failures") or []
     if bad:
-        return OPEN, ("upstream's pre-commit hooks fail: " + "; ".join(f"{x['file']} {x['hook']}" for x in bad)
-                      + " (make lint FIX=1 mends the formatters' part)")
+        # The command that mends it is said by the CLI, as the user runs lint (pr/branch.py).
+        return OPEN, "upstream's pre-commit hooks fail: " + "; ".join(f"{x['file']} {x['hook']}" for x in bad)
     not_run = sorted(f.lint.get("not_run") or {})
     return DONE, ("upstream's pre-commit hooks pass on the series' files: " + ", ".join(f.lint.get("ran") or [])
                   + (f"; not run here: {', '.join(not_run)}" if not_run else ""))
@@ -124,6 +124,11 @@ RULES: tuple[tuple[re.Pattern[str], Callable[[Facts], tuple[str, str] | None]], 
     (re.compile(r"documentation|\bdocs?\b", re.I), _docs),
     (re.compile(r"description|explain", re.I), _description),
 )
+
+
+def is_guidelines(item: str) -> bool:
+    """Whether the item is the one make lint settles ("coding guidelines")."""
+    return RULES[0][1] is _guidelines and bool(RULES[0][0].search(item))
 
 
 def answer(item: str, facts: Facts, declared: tuple[ChecklistAnswer, ...], where: str = "patchset.yaml") -> Answer:

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .. import identity
 from ..errors import BadInput, Conflict, Hint, NotFound
-from ..git import Identity, Repo, Sha
+from ..git import Identity, Repo, Sha, ref_candidates
 
 _IDENT = re.compile(r"^\s*(?P<name>[^<]*?)\s*<(?P<email>[^>]+)>\s*$")
 
@@ -88,18 +89,32 @@ def check_commit(repo: Repo, sha: str) -> tuple[bool, str | None]:
     return False, f"Signed-off-by ({', '.join(map(str, signoffs))}) matches neither author ({people[0]}) nor committer ({people[1]})"
 
 
-def branch_commits(repo: Repo, branch: str, base: str | None) -> tuple[str, list[str]]:
-    """The range checked (base..branch, or the commits on no remote branch or tag) and its commits, oldest first."""
+def upstream_refs(repo: Repo, refs: Sequence[str]) -> list[str]:
+    """The targets' refs (patchset.yaml's upstream.ref), as this checkout has them: where
+    upstream's own commits end, also in a checkout with no remote-tracking refs."""
+    found = []
+    for ref in refs:
+        cand = next((c for c in ref_candidates(ref) if repo.rev_parse(c)), None)
+        if cand and cand not in found:
+            found.append(cand)
+    return found
+
+
+def branch_commits(repo: Repo, branch: str, base: str | None, upstream: Sequence[str] = ()) -> tuple[str, list[str]]:
+    """The range checked and its commits, oldest first: base..branch, or the commits of branch
+    on no remote branch, no tag and none of the targets' refs (upstream): never upstream's own
+    commits, which a checkout without remote-tracking refs (the upstream repository itself,
+    the miniature) had counted and FIX rewrote (#24 item 5)."""
     if branch.startswith("-") or repo.rev_parse(branch) is None:
         raise NotFound(f"branch {branch[:100]} is not in {repo.path}")
     if base is not None and (base.startswith("-") or repo.rev_parse(base) is None):
         raise NotFound(f"base {base[:100]!r} is not a commit in {repo.path}")
-    args = [f"{base}..{branch}"] if base else [branch, "--not", "--remotes", "--tags"]
+    args = [f"{base}..{branch}"] if base else [branch, "--not", "--remotes", "--tags", *upstream]
     return " ".join(args), repo.commits(*args)
 
 
-def check(repo: Repo, branch: str, base: str | None = None) -> DcoResult:
-    rng, shas = branch_commits(repo, branch, base)
+def check(repo: Repo, branch: str, base: str | None = None, upstream: Sequence[str] = ()) -> DcoResult:
+    rng, shas = branch_commits(repo, branch, base, upstream)
     result = DcoResult(branch, rng, 0, 0)
     for sha in shas:
         merge, reason = check_commit(repo, sha)
@@ -112,12 +127,13 @@ def check(repo: Repo, branch: str, base: str | None = None) -> DcoResult:
     return result
 
 
-def fix(repo: Repo, branch: str, who: Identity, base: str | None = None) -> DcoResult:
+def fix(repo: Repo, branch: str, who: Identity, base: str | None = None, upstream: Sequence[str] = ()) -> DcoResult:
     """Rewrite the branch so every commit carries who's sign-off (who becomes the committer).
 
     The old tip is kept at refs/patchkit-backup/<branch>; the branch moves by compare-and-swap.
+    make unapply takes a set's branch so rewritten as its own (applied.py).
     """
-    before = check(repo, branch, base)
+    before = check(repo, branch, base, upstream)
     if before.ok:
         return before
     if before.skipped_merges:
@@ -126,7 +142,11 @@ def fix(repo: Repo, branch: str, who: Identity, base: str | None = None) -> DcoR
     old_tip = repo.rev_parse(ref)
     if old_tip is None:
         raise NotFound(f"{branch} is not a local branch in {repo.path}")
-    _rng, shas = branch_commits(repo, branch, base)
+    there = repo.checked_out_elsewhere().get(ref)
+    if there:  # its HEAD would move under that worktree (#24 item 4): fix it from there
+        raise Conflict(f"{branch} is checked out in {there}, another worktree of this repository; "
+                       f"add the sign-offs there", hint=Hint.run(None, src=str(there)))
+    _rng, shas = branch_commits(repo, branch, base, upstream)
     roots = repo.commit_info(shas[0]).parents
     if not roots:
         raise Conflict(f"{branch} starts with a root commit; add the sign-offs by hand (git rebase --root --signoff)")
@@ -137,7 +157,7 @@ def fix(repo: Repo, branch: str, who: Identity, base: str | None = None) -> DcoR
                                   committer=who, author_date=info.author_date)
     # Checked before anything moves, and both refs move in one git transaction: a failure or
     # a kill leaves the branch and its backup as they were, or both moved.
-    after = check(repo, parent, base)
+    after = check(repo, parent, base, upstream)
     backup = f"refs/patchkit-backup/{branch}"
     repo.update_refs([(backup, Sha(old_tip), None), (ref, Sha(parent), old_tip)],
                      f"patchkit dco: add sign-offs (old tip kept at {backup}, {int(time.time())})")
