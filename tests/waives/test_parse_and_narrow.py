@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import pytest
 
+from patchkit import patchset
 from patchkit.errors import Conflict
+from patchkit.git import Repo
+from patchkit.waives.edit import compute
 from patchkit.waives.match import hits
 from patchkit.waives.narrow import narrow
 from patchkit.waives.parse import parse_test_db, parse_waives
@@ -103,7 +106,18 @@ def test_make_waivers_reports_lines_levels_and_stages(miniature_template, capsys
     line = "unittest/_torch/executor SKIP (https://nvbugs/6800103)"
     assert code == 0
     assert f"{NEW}: waived by line {WAIVES.splitlines().index(line) + 1} at the outer level in l0_cpu: {line}" in out
-    assert f"after the set's edit:\n  {NEW}: runs (no line waives it)" in out
+    assert out.startswith("waivers rc25: tests/integration/test_lists/waives.txt\nat v1.3.0rc25 (upstream, without the set):\n")
+    assert f"after the set:\n  {NEW}: runs (no line waives it)" in out
+    # #27 item 4: the edit itself, as -/+ lines numbered as before and after it ('edit: 1 line(s)
+    # skipped' said a line changed, not that one became three)
+    ps = patchset.load(ROOT, "rc25")
+    n = compute(Repo(miniature_template), "v1.3.0rc25", ps.waivers)
+    assert n.changed and len(n.added) > 1
+    edit = out.split("\nedit: ", 1)[1].splitlines()
+    assert edit[0].endswith(f"; 1 line becomes {len(n.added)}:")
+    after = n.after.splitlines()
+    assert edit[1:] == [f"  -{WAIVES.splitlines().index(line) + 1}: {line}"] + [
+        f"  +{after.index(t) + 1}: {t}" for t in n.added]
     code = main(["--root", str(ROOT), "waivers", "--target", "main", "--src", str(miniature_template)])
     out = capsys.readouterr().out
     assert "nothing to change" in out and "waived by" not in out

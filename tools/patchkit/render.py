@@ -145,9 +145,30 @@ def delta_result(r: DeltaResult) -> str:
     return "\n".join(lines)
 
 
+def short_ref(ref: str) -> str:
+    """refs/tags/v1.3.0rc25 -> v1.3.0rc25, refs/remotes/origin/main -> origin/main."""
+    for prefix in ("refs/tags/", "refs/remotes/", "refs/heads/"):
+        if ref.startswith(prefix):
+            return ref[len(prefix):]
+    return ref
+
+
+def waiver_edit(n) -> list[str]:
+    """The set's waives.txt edit as -/+ lines with their line numbers, before and after (#27 item 4:
+    'edit: 1 line(s) skipped ...' said a line was edited, not that one line became three)."""
+    if n is None or not n.changed:
+        return []
+    before, after = n.before.splitlines(), n.after.splitlines()
+    def number(lines: list[str], text: str) -> str:
+        return str(lines.index(text) + 1) if text in lines else "?"
+    return ([f"  -{number(before, t)}: {t}" for t in n.removed]
+            + [f"  +{number(after, t)}: {t}" for t in n.added])
+
+
 def waivers_result(r: WaiverReport) -> str:
-    lines = [f"waivers {r.target} at {r.ref} ({r.waives_file})"]
-    for title, rows in (("now", r.before), ("after the set's edit", r.after)):
+    ref = short_ref(r.ref)
+    lines = [f"waivers {r.target}: {r.waives_file}"]
+    for title, rows in ((f"at {ref} (upstream, without the set)", r.before), ("after the set", r.after)):
         lines.append(f"{title}:")
         for tw in rows:
             if not tw.lines:
@@ -156,7 +177,10 @@ def waivers_result(r: WaiverReport) -> str:
                 lines.append(f"  {tw.test}: waived by line {h['line']} at the {h['level']} level "
                              f"in {', '.join(h['stages'])}: {h['text']}")
     if r.narrowing is not None:
-        lines.append(f"edit: {r.narrowing.why}")
+        n = r.narrowing
+        a, b = len(n.removed), len(n.added)
+        size = f"; {a} line{'s' * (a != 1)} become{'s' * (a == 1)} {b}:" if n.changed else ""
+        lines += [f"edit: {n.why}{size}", *waiver_edit(n)]
     return "\n".join(lines)
 
 

@@ -30,7 +30,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
             _radar, render.radar_result,
             "make radar TRTLLM=main SINCE=v1.3.0rc25\npatchkit radar --target main --src build/trtllm-main --since v1.3.0rc25",
             lambda res: _mismatch_unless(not res.changed and res.action == "nothing")),
-    Command("waivers", "which waiver lines skip the set's tests, now and after its edit", (TARGET, SRC, URL),
+    Command("waivers", "which waiver lines skip the set's tests at its ref and after the set; its edit as -/+ lines", (TARGET, SRC, URL),
             _waivers, render.waivers_result,
             "make waivers TRTLLM=rc25\npatchkit waivers --target rc25 --src build/trtllm-rc25"),
     Command("delta", "run the set's tests unpatched and patched, and grade the delta",
