@@ -200,12 +200,15 @@ def test_pr_ends_with_the_commands_that_open_it_from_the_users_fork(checkout, tm
     gh = (f'gh pr create --repo NVIDIA/TensorRT-LLM --base main --head {{}}:pr/main --title "$(cat {out}/title.txt)" '
           f"--body-file {out}/body.md")
     res = make_pr(checkout, "main", tmp_path, report, signoff=SIGNOFF)
-    assert res.open_with == [] and [h.settings for h in res.hints] == [(("fork", None),)]  # whose fork: not known
+    # whose fork is not known: the commands say <you>, and a hint how to set it (#27 item 4)
+    assert res.open_with == [f"git -C {checkout} push 'https://github.com/<you>/TensorRT-LLM.git' pr/main",
+                             gh.replace("--head {}:pr/main", "--head '<you>:pr/main'")]
+    assert ("fork", None) in [s for h in res.hints for s in h.settings]
     sh("git", "-C", checkout, "remote", "add", "mine", "https://github.com/jdoe/TensorRT-LLM.git")
     res = make_pr(checkout, "main", tmp_path, report, signoff=SIGNOFF)
     assert res.open_with == [f"git -C {checkout} push https://github.com/jdoe/TensorRT-LLM.git pr/main", gh.format("jdoe")]
     res = make_pr(checkout, "main", tmp_path, report, signoff=SIGNOFF, fork="jane-dev")
-    assert res.open_with[1] == gh.format("jane-dev") and not res.hints
+    assert res.open_with[1] == gh.format("jane-dev") and ("fork", None) not in [s for h in res.hints for s in h.settings]
 
 
 @pytest.mark.slow  # a second pr run: make test-slow (.ci/run); make test keeps main's golden PR
@@ -239,3 +242,32 @@ def test_a_series_that_fails_upstreams_hooks_gets_no_pr(checkout, tmp_path):
                      out_dir=tmp_path / "out", signoff=SIGNOFF, lint=linted)
     assert "CODING_GUIDELINES.md" in exc.value.message and "ruff-format" in exc.value.message
     assert not (tmp_path / "out").exists()
+
+
+def test_pr_says_what_lint_did_how_to_open_it_and_who_authors_the_commits(checkout, tmp_path, capsys):
+    """#27 item 4: make pr never said whether its lint ran or reused a verdict; without FORK it
+    left out the push and gh lines; its commits keep the patches' author (Overlay Maintainers)
+    without a word. Now: one lint line, the two commands with <you> and how to set it, the author
+    named beside the one signing off, and AUTHOR (--author) to author them yourself."""
+    from patchkit.cli import main
+    report = measured(checkout, "main", tmp_path)
+    out_dir = tmp_path / "out"
+    argv = ["--root", str(copy_root(tmp_path)), "pr", "--target", "main", "--src", str(checkout), "--report",
+            str(report), "--signoff", SIGNOFF, "--out", str(out_dir)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out.splitlines()
+    patch_authors = sorted({line.split(": ", 1)[1] for p in (ROOT / "patches" / "main").glob("*.patch")
+                            for line in p.read_text().splitlines() if line.startswith("From: ")})
+    assert out[0].endswith(f"3 commits, signed off by {SIGNOFF}; authored by {', '.join(patch_authors)} (the patches' own)")
+    lint = json.loads((out_dir / "lint.json").read_text())
+    assert out[1] == (f"lint: reused the verdict of an earlier run on exactly these files: {len(lint['ran'])} hooks pass; "
+                      f"report: {out_dir / 'lint.json'}") and lint["memo"]
+    assert out[out.index("to open it from your fork (<you>: your GitHub user):") + 1].startswith(
+        f"  git -C {checkout} push 'https://github.com/<you>/TensorRT-LLM.git' pr/main")
+    assert out[-2:] == ["set --fork or once for all: git config --global github.user <your GitHub user>",
+                        "set --author to author the commits yourself (they keep the patches' own author)"]
+    assert main(argv + ["--author", SIGNOFF, "--fork", "jdoe"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].endswith(f"3 commits, signed off by {SIGNOFF}") and not out[-1].startswith("set ")
+    authors = sh("git", "-C", checkout, "log", "--format=%an <%ae>", "main..pr/main").stdout.split("\n")[:-1]
+    assert authors == [SIGNOFF] * 3

@@ -240,13 +240,37 @@ def miniature_result(r) -> str:
     return f"miniature upstream at {r.path} (tag {r.tag}, branch {r.branch}" + (f", variant {r.variant})" if r.variant else ")")
 
 
+def lint_line(lint: dict | None) -> str:
+    """What the lint a PR was answered from did, in one line: ran or reused, what did not run."""
+    if lint is None:
+        return "lint: none ran (the coding guidelines item is answered from nothing)"
+    if not lint.get("config_found", True):
+        return "lint: upstream has no .pre-commit-config.yaml at the ref; no hook ran"
+    ran, failing = lint.get("ran", []), {f["hook"] for f in lint.get("failures", [])}
+    how = "reused the verdict of an earlier run on exactly these files" if lint.get("memo") else \
+        f"ran upstream's hooks on {len(lint.get('paths', []))} file(s)"
+    verdict = f"{len(failing)} of {len(ran)} hooks fail ({', '.join(sorted(failing))})" if failing else \
+        f"{len(ran)} hooks pass"
+    not_run = lint.get("not_run", {})
+    return (f"lint: {how}: {verdict}" + (f"; not run here: {', '.join(sorted(not_run))}" if not_run else "")
+            + (f"; report: {lint['report']}" if lint.get("report") else ""))
+
+
 def pr_result(r) -> str:
     if isinstance(r, str):  # the demo's "skipped: ..." when no sign-off identity is set
         return r
-    return (f"branch {r.branch} {r.tip[:12]} ({len(r.messages)} commits, signed off); written to {r.out_dir}\n"
-            f"body: {r.template}, checked against upstream's title and checklist rules\n"
-            + "".join(f"note: {n}\n" for n in r.notes) + f"\n{r.title}\n\n{r.body}"
-            + ("\nto open it from your fork:\n" + "".join(f"  {c}\n" for c in r.open_with) if r.open_with else ""))
+    others = [a for a in r.authors if a != r.signer]
+    by = (f"; authored by {', '.join(others)}" + ("" if r.author_given else " (the patches' own)")) if others else ""
+    lines = [f"branch {r.branch} {r.tip[:12]}: {len(r.messages)} commits, signed off by {r.signer}{by}",
+             lint_line(r.lint),
+             f"body: {r.template}, checked against upstream's title and checklist rules",
+             f"written to {r.out_dir}: title.txt, body.md" + (", lint.json" if r.lint else "")
+             + f", patches/ ({len(r.patches)})", *(f"note: {n}" for n in r.notes)]
+    text = "\n".join(lines) + f"\n\n{r.title}\n\n{r.body}"
+    if r.open_with:
+        where = "from your fork" if r.fork_known else "from your fork (<you>: your GitHub user)"
+        text += f"\nto open it {where}:\n" + "".join(f"  {c}\n" for c in r.open_with)
+    return text
 
 
 def container_result(r) -> str:

@@ -112,7 +112,7 @@ def _pr(root, args):
         return pr_branch.pr(ps, repo=repo,
                             report=(args.report or root / "build" / "delta" / f"{ps.target}.json").resolve(),
                             out_dir=(args.out or root / "build" / "pr" / ps.target).resolve(), signoff=args.signoff,
-                            lint=lint_cmd.as_dict(linted), fork=args.fork)
+                            lint=lint_cmd.as_dict(linted), fork=args.fork, author=args.author)
 
 
 def _dco(root, args):

@@ -1,15 +1,16 @@
 """make pr: a signed-off branch with the series, the PR title and body, from a measured delta."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import atomic, schema as S, series, state
+from .. import atomic, identity, schema as S, series, state
 from ..errors import Conflict, ExitCode, Hint, UserError
-from ..git import Repo, Sha
+from ..git import Identity, Repo, Sha
 from ..model import PatchSet
 from ..upstream import base_of
 from ..waives import edit as waiver_edit
@@ -37,15 +38,24 @@ class PrResult:
     open_with: list[str] = field(default_factory=list)  # the commands that push the branch and open the PR
     base_ref: str = ""  # the target's ref as found in the checkout (refs/tags/... for a tag)
     branch_set: str | None = None  # for a tag: the set whose ref is upstream's PR branch (main)
+    fork_known: bool = True  # False: open_with says <you> where the user's GitHub user goes
+    authors: list[str] = field(default_factory=list)  # the commits' authors, 'Name <email>', each once
+    signer: str = ""  # who signs them off, 'Name <email>'
+    author_given: bool = False  # AUTHOR (--author) set the commits' author
+    lint: dict | None = None  # the lint the checklist was answered from (its report, as make lint writes it)
 
     @property
     def hints(self) -> list[Hint]:
         """A tag is no PR base: the PR to open is the branch set's. Without the user's GitHub
-        user, the gh command cannot be said with their values."""
+        user, the gh command says <you>, and how to set it. Commits authored by someone else
+        than who signs them off: how to author them yourself."""
         if self.base_ref.startswith("refs/tags/"):
             # that set's own delta report and PR folder: the defaults, not this target's
             return [Hint.run("pr", target=self.branch_set, report=False, out=False)] if self.branch_set else []
-        return [] if self.open_with else [Hint.choose("fork", also="or once for all: git config --global github.user <your GitHub user>")]
+        out = [] if self.fork_known else [Hint.choose("fork", also="or once for all: git config --global github.user <your GitHub user>")]
+        if not self.author_given and any(a != self.signer for a in self.authors):
+            out.append(Hint.choose("author", also="to author the commits yourself (they keep the patches' own author)"))
+        return out
 
 
 def _refuse_foreign_commits(repo: Repo, target: str, branch: str) -> Sha | None:
@@ -78,16 +88,21 @@ def _refuse_foreign_commits(repo: Repo, target: str, branch: str) -> Sha | None:
 
 
 def pr(ps: PatchSet, *, repo: Repo, report: Path, out_dir: Path, signoff: str | None = None,
-       committer_date: str | None = None, lint: dict | None = None, fork: str | None = None) -> PrResult:
-    """Build pr/<target> from the target's ref with every commit signed off, and render the text."""
+       committer_date: str | None = None, lint: dict | None = None, fork: str | None = None,
+       author: str | None = None) -> PrResult:
+    """Build pr/<target> from the target's ref with every commit signed off, and render the text.
+    author ('Name <email>'): the commits' author, else each patch's own."""
     ref, base = base_of(repo, ps)
     rep = body_mod.load_report(report, ps, base)
     who = dco.signoff_identity(repo, signoff)
+    by = Identity(*identity.parse(author, "", setting="author")) if author else None
     pr_title = make_title(ps)
+    patches = [dataclasses.replace(p, author_name=by.name, author_email=by.email) for p in ps.patches] if by \
+        else ps.patches
 
-    res = series.apply_series(repo, base, ps.patches, committer=who, committer_date=committer_date,
+    res = series.apply_series(repo, base, patches, committer=who, committer_date=committer_date,
                               message_filter=lambda m: dco.add_signoff(repo, m, who),
-                              extra=lambda tb: waiver_edit.apply_to(tb, ps))
+                              extra=lambda tb: waiver_edit.apply_to(tb, ps, author=by))
     res.raise_on_conflict(f" to {ref}", Hint.run("check"))
     skipped = res.named(series.UPSTREAM)
     if skipped:
@@ -139,11 +154,15 @@ def pr(ps: PatchSet, *, repo: Repo, report: Path, out_dir: Path, signoff: str | 
         notes.append(f"no gh pr create for {ps.target}: {ps.upstream.ref} is a tag, and a PR's base must be a branch; "
                      "upstream takes PRs on main (CONTRIBUTING.md)"
                      + (f", so open the one make pr makes for the {branch_set} set" if branch_set else ""))
-    else:
-        opens = open_commands(ps, repo, branch, out_dir, fork or repo.config_get("github.user") or _fork_remote(ps, repo))
+    owner = fork or repo.config_get("github.user") or _fork_remote(ps, repo)
+    if not ref.startswith("refs/tags/"):
+        opens = open_commands(ps, repo, branch, out_dir, owner or YOU)
+    authors = list(dict.fromkeys(f"{i.author.name} <{i.author.email}>" for i in map(repo.commit_info, shas)))
     return PrResult(ps.target, branch, base, res.tip, pr_title, text, messages, str(out_dir),
                     [p.name for p in written], body.template,
-                    [vars(a) for a in body.answers], notes, opens, ref, branch_set)
+                    [vars(a) for a in body.answers], notes, opens, ref, branch_set, bool(owner), authors,
+                    f"{who.name} <{who.email}>", by is not None,
+                    None if lint is None else {**lint, "report": str(out_dir / "lint.json")})
 
 
 def _mend_hint(open_items: list[checklist.Answer], lint: dict | None) -> Hint | None:
@@ -178,8 +197,13 @@ def _fork_remote(ps: PatchSet, repo: Repo) -> str:
     return owners[0] if len(owners) == 1 else ""
 
 
+# Where the user's GitHub user goes in the commands, while it is not known (FORK sets it).
+YOU = "<you>"
+
+
 def open_commands(ps: PatchSet, repo: Repo, branch: str, out_dir: Path, owner: str) -> list[str]:
-    """Push to the user's fork, then gh pr create against upstream, as they run when pasted."""
+    """Push to the user's fork, then gh pr create against upstream, as they run when pasted
+    (with <you> for the owner while it is not known)."""
     m = _GITHUB.match(ps.upstream.url)
     if not owner or m is None:
         return []

@@ -60,13 +60,14 @@ def commit_message(ps: PatchSet, n: Narrowing) -> str:
     return "\n".join(lines) + "\n"
 
 
-def apply_to(tb, ps: PatchSet) -> Narrowing | None:
-    """Add the waiver edit as one commit on the TreeBuilder's tip, when the tree needs one."""
+def apply_to(tb, ps: PatchSet, author: Identity | None = None) -> Narrowing | None:
+    """Add the waiver edit as one commit on the TreeBuilder's tip, when the tree needs one
+    (authored as the last patch, or by author: make pr AUTHOR=)."""
     if ps.waivers is None:
         return None
     n = compute(tb.repo, tb.tip, ps.waivers, index=tb.index)
     if n.changed:
         last = ps.patches[-1]
         tb.write_file(ps.waivers.waives_file, n.after.encode("utf-8", "surrogateescape"))
-        tb.commit(commit_message(ps, n), Identity(last.author_name, last.author_email), last.date)
+        tb.commit(commit_message(ps, n), author or Identity(last.author_name, last.author_email), last.date)
     return n
