@@ -4,6 +4,7 @@ backport in patches/<target>/, on the miniature, whose upstream serves refs/pull
 (upstream's own form of our fix, open)."""
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,10 @@ def test_a_merged_pr_is_its_squash_commit_before_our_fix_measured_and_fetched_al
     res = backport(root, "rc25", src, upstream, pr="19450")
     squash = git(upstream, "rev-parse", "main")
     assert res.kind == "merged" and res.commits == [squash] and not res.already
+    said = command.describe(res).splitlines()
+    assert said[0] == (f"rc25: 19450 ({GITHUB}/pull/19450, merged as {squash[:12]}): a new backport, before 19514, "
+                       f"on v1.3.0rc25 ({git(upstream, 'rev-parse', 'v1.3.0rc25')[:12]})")
+    assert said[-1] == f"patches/rc25: {len(res.written)} written, 2 removed"
     ps = patchset.load(root, "rc25")
     assert [(f.id, f.kind) for f in ps.fixes] == [("19450", BACKPORT), ("19514", "ours")]
     [patch] = ps.fix("19450").patches
@@ -83,7 +88,9 @@ def test_a_pr_already_in_the_ref_writes_nothing(tmp_path, upstream, checkout):
     root = copy_root(tmp_path)
     before = files(root, "main"), state_of(checkout)
     res = backport(root, "main", checkout, pr="19450")
-    assert res.already and res.commits[0][:12] in res.already and not res.changed
+    assert res.already == f"at {res.commits[0][:12]}" and not res.changed
+    assert command.describe(res).endswith(f"is already in main ({res.commits[0][:12]}) at {res.commits[0][:12]}; "
+                                          "nothing written")
     assert (files(root, "main"), state_of(checkout)) == before
 
 
@@ -221,3 +228,19 @@ def test_the_one_fix_file_becomes_the_stack_form_with_its_comments(tmp_path, che
     assert [line.strip() for line in new.splitlines() if line.strip().startswith("#")] == comments
     ours, was = patchset.load(root, "main").fix("19514"), patchset.load(ROOT, "main").fixes[0]
     assert (ours.title, ours.expected, ours.pr, ours.tests) == (was.title, was.expected, was.pr, was.tests)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="torch is installed here: the test would run")
+def test_a_test_that_imports_what_this_machine_lacks_is_not_run_here(tmp_path, upstream, checkout):
+    def needs_torch(work, git):
+        (work / "tests/unittest/_torch/executor/test_needs_torch.py").write_text(
+            "import torch\n\n\ndef test_gpu():\n    assert torch.cuda.is_available()\n")
+        with open(work / "tensorrt_llm/_torch/pyexecutor/scheduler.py", "a") as fh:
+            fh.write("\n\ndef guard():\n    return 1\n")
+        return "[#1][fix] A guard, tested on a GPU"
+    _hostile_pr(upstream, "777", needs_torch)
+    root = copy_root(tmp_path)
+    res = backport(root, "rc25", checkout, pr="777")
+    assert res.expected == {"tests/unittest/_torch/executor/test_needs_torch.py": {"not_run": True}}
+    assert "not run here" in command.describe(res)

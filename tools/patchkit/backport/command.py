@@ -23,9 +23,10 @@ from pathlib import Path
 from .. import atomic, patchset, scratch, series, stack
 from ..delta.run import Runner
 from ..errors import BadInput, Conflict, Hint
-from ..git import Repo, Sha
+from ..git import Repo, Sha, short_ref
 from ..model import BACKPORT, Fix, PatchSet, Status, Tests, is_test_path
 from ..pr.export import without_index_lines
+from ..render import table
 from ..upstream import base_of, discard_clone, obtain, refuse_symlinked_paths
 from . import change as changes, measure, metadata, patches as patch_files
 
@@ -42,7 +43,7 @@ class BackportResult:
     ref_commit: str
     commits: list[str]
     base: str
-    already: str = ""  # set when the ref has the change: why (nothing is written)
+    already: str = ""  # set when the ref has the change: 'at <commit>', or 'by content: ...' (nothing is written)
     title: str = ""
     replaced: bool = False  # a backport of the same id was in the stack
     placed: str = ""  # where it went, as said to the user
@@ -94,7 +95,7 @@ def _backport(ps: PatchSet, repo: Repo, root: Path, on_disk: dict[str, bytes], p
                             replaced=old is not None)
     landed = ch.upstream_commit or ch.head
     if landed and changes.contains(repo, target, landed):
-        result.already = f"{landed[:12]} is in its history"
+        result.already = f"at {landed[:12]}"
         return result
     bug = _bug(subject, web)
     with scratch.folder("backport") as work:
@@ -111,7 +112,7 @@ def _backport(ps: PatchSet, repo: Repo, root: Path, on_disk: dict[str, bytes], p
                                       committer_date=series.THROWAWAY_DATE, announce="applying the new stack:")
         mine = [o for o in applied.outcomes if stack.owner(new, o.patch).id == fix.id]
         if len(mine) == len(fix.patches) and all(o.status == series.UPSTREAM for o in mine):
-            result.already = "every patch of it is there (each applies in reverse)"
+            result.already = "by content: each of its patches applies in reverse"
             return result
         _refuse(repo, new, applied, ref, target)
         names = _render(repo, target, applied, new, work / "stack")
@@ -239,3 +240,30 @@ def _changes(real: Path, staged: Path) -> dict[str, bytes | None]:
     out: dict[str, bytes | None] = {n: None for n in now if n not in then}
     out.update({n: data for n, data in then.items() if now.get(n) != data})
     return out
+
+
+def describe(r: BackportResult) -> str:
+    """The result as the user reads it (the CLI prints it; --json has every field)."""
+    how = {changes.MERGED: f"merged as {r.commits[0][:12]}", changes.OPEN: f"open, {len(r.commits)} commit(s)",
+           changes.COMMIT: "a commit"}[r.kind]
+    head = f"{r.target}: {r.fix} ({r.origin}, {how})"
+    if r.already:
+        return f"{head} is already in {short_ref(r.ref)} ({r.ref_commit[:12]}) {r.already}; nothing written"
+    lines = [f"{head}: {'replaced in place' if r.replaced else 'a new backport'}, {r.placed}, "
+             f"on {short_ref(r.ref)} ({r.ref_commit[:12]})",
+             table([(n, f, s) for n, f, s in r.stack], ("patch", "fix", "on the ref"))]
+    if r.expected:
+        lines.append(f"tests of {r.fix}, source mode (without it -> with the stack):")
+        lines.append(table([(t, "not run here" if e.get("not_run") else
+                             f"{_counts(e.get('unpatched', {}))} -> {_counts(e.get('patched', {}))}")
+                            for t, e in r.expected.items()]))
+    if r.range_diff:
+        lines.append(f"git range-diff of {r.fix}'s old patches against the new:")
+        lines += [f"  {line}" for line in r.range_diff.splitlines()]
+    lines.append(f"patches/{r.target}: " + (f"{len(r.written)} written, {len(r.removed)} removed" if r.changed
+                                           else "unchanged (nothing moved upstream)"))
+    return "\n".join(lines)
+
+
+def _counts(c: dict) -> str:
+    return ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in c.items() if n) or "nothing collected"

@@ -1,0 +1,19 @@
+"""make bench's backport section (#26 item 3), small: a pull request laid on a generated
+upstream is carried cold onto rc25, receiving a small part of a full clone."""
+from __future__ import annotations
+
+import pytest
+
+from patchkit.bench import backport, generate
+from helpers import ROOT
+
+pytestmark = pytest.mark.slow  # a bench's own test (a generated upstream): make test-slow (.ci/run)
+
+SHAPE = generate.Shape(files=300, dirs=50, commits=120, binaries=1, binary_mib=0.25)
+
+
+def test_the_backport_bench_carries_the_pr_and_receives_less_than_a_full_clone(tmp_path):
+    b = backport.backport_bench(ROOT, tmp_path / "bench", shape=SHAPE)
+    assert b.pr_commits == 2 and b.written >= 3  # the PR's two patches, our renumbered ones, patchset.yaml
+    assert 0 < b.received_bytes < b.full_bytes and b.seconds > 0
+    assert "of a full clone's" in backport.render(b)
