@@ -258,7 +258,7 @@ def describe(r: BackportResult) -> str:
                              f"{_counts(e.get('unpatched', {}))} -> {_counts(e.get('patched', {}))}")
                             for t, e in r.expected.items()]))
     if r.range_diff:
-        lines.append(f"git range-diff of {r.fix}'s old patches against the new:")
+        lines.append(f"range-diff of {r.fix}'s old patches against the new (git range-diff):")
         lines += [f"  {line}" for line in r.range_diff.splitlines()]
     lines.append(f"patches/{r.target}: " + (f"{len(r.written)} written, {len(r.removed)} removed" if r.changed
                                            else "unchanged (nothing moved upstream)"))
