@@ -5,6 +5,7 @@ backport in patches/<target>/, on the miniature, whose upstream serves refs/pull
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -225,7 +226,8 @@ def test_the_one_fix_file_becomes_the_stack_form_with_its_comments(tmp_path, che
     backport(root, "main", checkout, pr="19302")
     new = (root / "patches" / "main" / "patchset.yaml").read_text()
     comments = [line.strip() for line in old.splitlines() if line.strip().startswith("#")]
-    assert [line.strip() for line in new.splitlines() if line.strip().startswith("#")] == comments
+    # every comment kept (the target's fields come first now, so their comments may move up)
+    assert sorted(line.strip() for line in new.splitlines() if line.strip().startswith("#")) == sorted(comments)
     ours, was = patchset.load(root, "main").fix("19514"), patchset.load(ROOT, "main").fixes[0]
     assert (ours.title, ours.expected, ours.pr, ours.tests) == (was.title, was.expected, was.pr, was.tests)
 
@@ -244,3 +246,23 @@ def test_a_test_that_imports_what_this_machine_lacks_is_not_run_here(tmp_path, u
     res = backport(root, "rc25", checkout, pr="777")
     assert res.expected == {"tests/unittest/_torch/executor/test_needs_torch.py": {"not_run": True}}
     assert "not run here" in command.describe(res)
+
+
+def test_make_backport_of_a_pr_already_in_the_ref_says_so(tmp_path, checkout):
+    root = copy_root(tmp_path)
+    res = sh("make", "-s", "-C", ROOT, "SETUP=", f"PATCHKIT={sys.executable} -m patchkit --root {root}",
+             "TRTLLM=main", f"TRTLLM_SRC={checkout}", "PR=19450", "backport", check=False)
+    assert res.returncode == 0, res.stderr
+    squash = git(checkout, "rev-parse", "origin/main")[:12]
+    assert res.stdout.strip() == (f"main: 19450 ({GITHUB}/pull/19450, merged as {squash}) is already in main ({squash}) "
+                                  f"at {squash}; nothing written")
+
+
+@pytest.mark.slow
+def test_the_cli_says_a_conflict_in_one_line_and_exits_3(tmp_path, checkout, capsys):
+    from patchkit import cli
+    root = copy_root(tmp_path)
+    code = cli.main(["--root", str(root), "backport", "--target", "main", "--src", str(checkout), "--pr", "20918"])
+    out, err = capsys.readouterr()
+    assert code == 3 and err.count("\n") == 1 and "_util.py hunk #1" in err and "expected (-) beside found" in out
+    assert f"radar --target main --src {checkout}" in err

@@ -58,17 +58,14 @@ class Injector:
         self.counter = tmp / "fault-counter"
         self.real = shutil.which("git")
 
-    def run(self, argv: list[str], n: int = 0, mode: str = "fail", root: Path = ROOT, timeout: float = 120,
-            program: list[str] | None = None) -> Run:
-        """patchkit argv with a fault at git call n (0: none); the crash log dir is checked by callers.
-        program: what python runs instead of `-m patchkit --root <root>` (a script's path)."""
+    def run(self, argv: list[str], n: int = 0, mode: str = "fail", root: Path = ROOT, timeout: float = 120) -> Run:
+        """patchkit argv with a fault at git call n (0: none); the crash log dir is checked by callers."""
         self.counter.write_text("0")
         env = dict(os.environ, PATH=f"{self.bin}:{os.environ['PATH']}", FAULT_N=str(n), FAULT_MODE=mode,
                    FAULT_COUNTER=str(self.counter), REAL_GIT=self.real, PATCHKIT_LOCK_WAIT="1",
                    GIT_PYTHON_GIT_EXECUTABLE=str(self.bin / "git"))
         launcher = 'FAULT_PID=$$; export FAULT_PID; exec "$0" "$@"'
-        head = program if program is not None else ["-m", "patchkit", "--root", str(root)]
-        res = subprocess.run(["sh", "-c", launcher, sys.executable, *head, *argv],
+        res = subprocess.run(["sh", "-c", launcher, sys.executable, "-m", "patchkit", "--root", str(root), *argv],
                              capture_output=True, text=True, env=env, timeout=timeout)
         return Run(res.returncode, res.stdout, res.stderr, int(self.counter.read_text().strip() or 0))
 

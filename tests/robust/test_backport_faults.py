@@ -1,11 +1,11 @@
 """make backport killed or failing at every git call (#26 item 3): patches/<target> and the
 user's checkout are as they were (HEAD, refs, index, files, stash, worktrees); a run that
 exits 0 wrote exactly what a clean run writes. Sampled under make test-slow, every call
-under -m exhaustive."""
+under -m exhaustive; through the CLI, as make runs it."""
 from __future__ import annotations
 
+import re
 import shutil
-import textwrap
 from collections import Counter
 from pathlib import Path
 
@@ -15,35 +15,16 @@ from helpers import copy_root, sh, state_of
 from robust.faults import Injector, sample
 
 MODES = ("fail", "kill-before", "kill-after")
-# The command through its API, as the CLI will run it (cli.py is being split; this stand-in
-# says errors as the CLI does: one line on stderr, the error's exit code, 3 for a failing git).
-SCRIPT = textwrap.dedent('''
-    import sys
-    from pathlib import Path
-    from patchkit import patchset
-    from patchkit.errors import CommandError, UserError
-    try:
-        from patchkit.backport import command
-    except ImportError as exc:  # GitPython's own `git version` at import failed
-        print("patchkit: error: the version control tool does not work here", file=sys.stderr)
-        sys.exit(5)
-    root, target, src, pr = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]), sys.argv[4]
-    try:
-        command.backport(patchset.load(root, target), root=root, src=src, pr=pr, today="2026-12-02")
-    except UserError as exc:
-        print("patchkit: error: " + " ".join(exc.message.split()), file=sys.stderr)
-        sys.exit(exc.code)
-    except CommandError as exc:
-        print("patchkit: error: git failed: " + exc.first_line(), file=sys.stderr)
-        sys.exit(3)
-''')
+# Last-Update is the day a run writes: a sweep that crosses midnight must not count it.
+DAY = re.compile(rb"^Last-Update: \d{4}-\d{2}-\d{2}$", re.M)
 
 
 def look(root: Path, checkout: Path) -> dict:
     seen = state_of(checkout)
     seen.pop("index")  # its stat data may be new; its entries are compared
     seen["worktrees"] = seen["worktrees"].replace(str(checkout), "<checkout>")
-    seen["patches"] = sorted((p.name, p.read_bytes()) for p in (root / "patches" / "rc25").iterdir())
+    seen["patches"] = sorted((p.name, DAY.sub(b"Last-Update: <day>", p.read_bytes()))
+                             for p in (root / "patches" / "rc25").iterdir())
     return seen
 
 
@@ -53,8 +34,6 @@ def sweep(tmp: Path, upstream: Path, points: int | None) -> Counter:
     shutil.copytree(root / "patches", shipped)
     template = tmp / "template"
     sh("git", "clone", "-q", upstream.as_uri(), template)
-    script = tmp / "backport_run.py"
-    script.write_text(SCRIPT)
     inj = Injector(tmp)
 
     def fresh(n: int) -> Path:
@@ -66,7 +45,7 @@ def sweep(tmp: Path, upstream: Path, points: int | None) -> Counter:
         return work
 
     def run(work: Path, n: int = 0, mode: str = "fail"):
-        return inj.run([str(root), "rc25", str(work), "19302"], n, mode, program=[str(script)])
+        return inj.run(["backport", "--target", "rc25", "--src", str(work), "--pr", "19302"], n, mode, root=root)
 
     work = fresh(0)
     clean = run(work)

@@ -6,7 +6,7 @@ from pathlib import Path
 from .. import render
 from ..delta import MODES as DELTA_MODES
 from ..errors import ExitCode
-from .runs import (_apply, _bench, _bench_text, _check, _container, _dco, _delta, _demo, _export, _lint, _miniature, _pr,
+from .runs import (_apply, _backport, _backport_text, _bench, _bench_text, _check, _container, _dco, _delta, _demo, _export, _lint, _miniature, _pr,
                    _push, _radar, _summary, _targets, _unapply, _waivers, _workflow)
 from .table import (BASE, BRANCH, BUILDER, REGISTRY, REPORT, SIGNOFF, SRC, SRC_REQUIRED, TARGET, URL, WORKDIR, Command,
                     _mismatch_unless, arg)
@@ -30,6 +30,14 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
             _radar, render.radar_result,
             "make radar TRTLLM=main SINCE=v1.3.0rc25\npatchkit radar --target main --src build/trtllm-main --since v1.3.0rc25",
             lambda res: _mismatch_unless(not res.changed and res.action == "nothing")),
+    Command("backport", "carry an upstream pull request (or commit) as a fix of the target's stack, before our own "
+            "fixes, its expectations measured; nothing written unless the whole stack applies",
+            (TARGET, SRC, URL, arg("--pr", "PR", "the pull request's number (its squash commit once merged)"),
+             arg("--commit", "COMMIT", "an upstream commit's id, instead of a pull request"),
+             arg("--before", "BEFORE", "put the fix before this one (default: before our own fixes)"),
+             arg("--after", "AFTER", "put the fix after this one")),
+            _backport, _backport_text,
+            "make backport TRTLLM=rc25 PR=19450\npatchkit backport --target rc25 --src build/trtllm-rc25 --pr 19450"),
     Command("waivers", "which waiver lines skip the set's tests at its ref and after the set; its edit as -/+ lines", (TARGET, SRC, URL),
             _waivers, render.waivers_result,
             "make waivers TRTLLM=rc25\npatchkit waivers --target rc25 --src build/trtllm-rc25"),

@@ -202,3 +202,15 @@ def _miniature(root, args):
 def _demo(root, args):
     from .. import demo
     return demo.run(root, args.workdir.resolve(), args.signoff)
+
+
+def _backport(root, args):
+    from ..backport import command as backport_cmd
+    ps = _set(root, args)
+    return backport_cmd.backport(ps, root=root, src=_src(root, ps, args), url=args.url, pr=args.pr,
+                                 commit=args.commit, before=args.before, after=args.after)
+
+
+def _backport_text(res) -> str:
+    from ..backport import command as backport_cmd
+    return backport_cmd.describe(res)
