@@ -66,15 +66,19 @@ def test_a_hook_that_cannot_run_is_named_not_run_and_only_when_it_selects_a_file
     plan = lint_config.plan(text, wheelhouse=WHEELHOUSE, exists=lambda p: False)
     assert set(plan.not_run) == {"remove-crlf", "waive-check", "md-only"}
     assert "no package on PyPI" in plan.not_run["remove-crlf"]
-    assert plan.redirects == {"https://github.com/astral-sh/ruff-pre-commit": ("v0.9.4", "ruff==0.9.4")}
+    url = "https://github.com/astral-sh/ruff-pre-commit"
+    assert plan.redirects == {url: (mirrors.mirror_rev(url, "v0.9.4"), "ruff==0.9.4")}
     stand_in = {h["id"]: h for r in plan.config["repos"] if r["repo"] == "local" for h in r["hooks"]}
     assert stand_in["md-only"]["language"] == "fail" and stand_in["md-only"]["files"] == "\\.md$"
 
 
 def test_mirrors_pin_the_tool_at_the_rev():
     assert mirrors.key("https://github.com/PyCQA/autoflake.git") == "github.com/pycqa/autoflake"
-    assert mirrors.pin(mirrors.MIRRORS["github.com/google/yapf"], "v0.43.0") == "yapf==0.43.0"
+    assert mirrors.pin(mirrors.MIRRORS["github.com/google/yapf"], "0.43.0") == "yapf==0.43.0"
     assert mirrors.pin(mirrors.MIRRORS["github.com/pycqa/isort"], "5.12.0") == "isort==5.12.0"
+    # cmake-format-precommit pinned cmake_format, then cmakelang (PyPI has cmakelang from 0.6.12 on)
+    cmake = mirrors.MIRRORS["github.com/cheshirekow/cmake-format-precommit"]
+    assert (mirrors.pin(cmake, "0.6.10"), mirrors.pin(cmake, "0.6.13")) == ("cmake-format==0.6.10", "cmakelang==0.6.13")
 
 
 def test_pre_commit_output_is_read_per_hook():

@@ -2,21 +2,28 @@
 miniature, as a user meets it."""
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import os
 import re
 import shlex
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
 
 from patchkit import apply as apply_mod, miniature, patchset
 from patchkit.cli import main
+from patchkit.delta import command as delta_cmd
+from patchkit.errors import ExitCode
 from patchkit.git import Repo
-from patchkit.pr import dco
-from helpers import ROOT, build_once, copy_root, sh, state_of, tiered
+from patchkit.lint import command as lint_cmd
+from patchkit.pr import checklist, dco
+from helpers import LINT_CACHE, ROOT, WHEELHOUSE, build_once, copy_root, needs_hook_tools, sh, state_of, tiered
 from robust.faults import Injector
 from robust.test_faults import Scenario, _defects, sweep
 
@@ -595,3 +602,325 @@ def test_sampled_faults_with_a_second_worktree_leave_both_as_they_were_or_recove
 def test_every_fault_point_with_a_second_worktree(wt_world, tmp_path, name):
     counts = sweep(wt_world, name, None, tmp_path, WorktreeScenario)
     assert _defects(counts) == 0, dict(counts)
+
+
+# -- lint: upstream's pre-commit config moves (#24 items 1 and 2) -------------------------------------
+#
+# Upstream bumps a hook's rev (or freezes it to a commit), raises minimum_pre_commit_version, or
+# breaks its config. The lint follows the pins at the ref (a pin the wheelhouse lacks is fetched
+# from the user's index, or named "not run" with pip's reason and the command that fetches it),
+# and fails closed when pre-commit itself cannot run: exit 2 for a config pre-commit rejects, 5
+# for something missing here; never 0 with nothing checked, never 70, nothing cached; and make
+# pr's coding-guidelines item stays open, saying why.
+# ---------------------------------------------------------------------------------------------
+
+CONFIG = ".pre-commit-config.yaml"
+GUIDELINES = "The code follows CODING_GUIDELINES.md"  # the item as upstream's template words it (matched by phrase)
+
+
+@pytest.fixture
+def house(tmp_path, monkeypatch):
+    """A wheelhouse of the test's own (make setup's wheels, linked): a pin lint fetches lands here,
+    never in the project's .venv."""
+    if not (WHEELHOUSE / ".fetched").exists():
+        pytest.skip(f"no wheelhouse at {WHEELHOUSE}: make setup fetches the hook tools")
+    h = tmp_path / "wheelhouse"
+    h.mkdir()
+    for w in WHEELHOUSE.glob("*.whl"):
+        (h / w.name).symlink_to(w)
+    (h / ".fetched").touch()
+    monkeypatch.setattr(lint_cmd, "wheelhouse", lambda: h)
+    return h
+
+
+@pytest.fixture
+def index(tmp_path, monkeypatch):
+    """pip's configuration, the user's way: PIP_INDEX_URL names the index and nothing else of this
+    machine's pip configuration reaches pip. It starts unreachable (a file:// index that is not
+    there: pip's own "not found" answer, offline); index.serve(wheel) makes it a PEP 503 simple
+    index that serves the wheel."""
+    for k in [k for k in os.environ if k.startswith("PIP_")]:
+        monkeypatch.delenv(k)
+    root = tmp_path / "index"
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("PIP_INDEX_URL", (root / "simple").as_uri())
+    monkeypatch.setenv("PIP_RETRIES", "0")
+
+    class Index:
+        url = (root / "simple").as_uri()
+
+        @staticmethod
+        def serve(wheel: Path) -> None:
+            name = wheel.name.split("-")[0].replace("_", "-").lower()
+            page = root / "simple" / name
+            page.mkdir(parents=True, exist_ok=True)
+            (root / "files").mkdir(exist_ok=True)
+            (root / "files" / wheel.name).write_bytes(wheel.read_bytes())
+            href = "../../files/" + wheel.name.replace("+", "%2B")
+            (page / "index.html").write_text(f'<!DOCTYPE html><html><body><a href="{href}">{wheel.name}</a></body></html>\n')
+    return Index
+
+
+def relabel(wheel: Path, version: str, dest: Path) -> Path:
+    """The wheel's own files under another version label (the dist-info renamed, METADATA's
+    Version and RECORD rewritten): a release the wheelhouse lacks, made offline. The code is the
+    original's, byte for byte; only the label differs (a PEP 440 local label says so)."""
+    name, old = wheel.name.split("-")[:2]
+    out = dest / wheel.name.replace(f"{name}-{old}-", f"{name}-{version}-")
+    old_info, new_info = f"{name}-{old}.dist-info/", f"{name}-{version}.dist-info/"
+    record = []
+    with zipfile.ZipFile(wheel) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for item in src.infolist():
+            path = item.filename.replace(old_info, new_info, 1)
+            if path == new_info + "RECORD":
+                continue
+            data = src.read(item)
+            if path == new_info + "METADATA":
+                data = re.sub(rb"(?m)^Version: .*$", f"Version: {version}".encode(), data, count=1)
+            dst.writestr(path, data)
+            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+            record.append(f"{path},sha256={digest},{len(data)}")
+        dst.writestr(new_info + "RECORD", "\n".join(record + [new_info + "RECORD,,"]) + "\n")
+    return out
+
+
+def shared_cache(tmp_path: Path) -> Path:
+    """A lint cache of the test's own whose hook environments are the shared warm ones: the
+    verdicts this test sees are its own runs', never an earlier run's kept verdict."""
+    cache = tmp_path / "lint-cache"
+    cache.mkdir()
+    for d in ("pre-commit", "mirrors"):
+        (LINT_CACHE / d).mkdir(parents=True, exist_ok=True)
+        (cache / d).symlink_to(LINT_CACHE / d)
+    return cache
+
+
+def moved(upstream: Path, old: str, new: str, message: str) -> None:
+    """Upstream's main changes its pre-commit config (old -> new) in a commit of its own."""
+    text = (upstream / CONFIG).read_text()
+    assert old in text, old
+    (upstream / CONFIG).write_text(text.replace(old, new, 1))
+    sh("git", "-C", upstream, "commit", "-q", "-am", message)
+
+
+def only(upstream: Path, repo: str) -> None:
+    """Upstream's config with the hook repository repo alone (a config upstream could have; the
+    other repositories' hooks would only make the case slower, not different)."""
+    import yaml
+    cfg = yaml.safe_load((upstream / CONFIG).read_text())
+    cfg["repos"] = [r for r in cfg["repos"] if repo in r["repo"]]
+    (upstream / CONFIG).write_text(yaml.safe_dump(cfg, sort_keys=False, width=1000))
+    sh("git", "-C", upstream, "commit", "-q", "-am", f"Only {repo}'s hooks")
+
+
+def lint(src: Path, cache: Path, report: Path) -> int:
+    return main(["--root", str(ROOT), "lint", "--target", "main", "--src", str(src), "--cache", str(cache),
+                 "--report", str(report)])
+
+
+def guidelines(report: Path) -> checklist.Answer:
+    """make pr's answer to the coding-guidelines item from this lint report (as make pr reads it)."""
+    facts = checklist.Facts(explained=True, new_tests=(), mode="source", neighbours={}, ref="main",
+                            lint=json.loads(report.read_text()))
+    return checklist.answer(GUIDELINES, facts, ())
+
+
+def one_error_line(err: str) -> str:
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("patchkit: error: "), err
+    return lines[0]
+
+
+@needs_hook_tools
+@pytest.mark.parametrize(("repo", "old", "new", "hooks", "pin"), tiered(
+    ("astral-sh/ruff-pre-commit", "rev: v0.9.4", "rev: v0.9.5", ["ruff", "ruff-format"], "ruff==0.9.5"),
+    ("pycqa/isort", "rev: 5.12.0", "rev: 5.13.2", ["isort"], "isort==5.13.2")))
+def test_a_bumped_rev_offline_is_not_run_with_pips_reason_and_the_command_that_fetches_it(
+        upstream, tmp_path, house, index, capsys, repo, old, new, hooks, pin):
+    """Upstream bumped a rev: lint said "not run here ... (make setup fetches it)" (false: the
+    wheelhouse list is static), exited 0, and make pr ticked the coding-guidelines box."""
+    only(upstream, repo)
+    moved(upstream, old, new, f"Bump {repo}")
+    report = tmp_path / "lint.json"
+    assert lint(upstream, shared_cache(tmp_path), report) == ExitCode.TOOL_MISSING
+    out = capsys.readouterr().out
+    data = json.loads(report.read_text())
+    assert sorted(data["tool_missing"]) == sorted(hooks) and not data["ok"], data
+    for hook in hooks:
+        why = data["not_run"][hook]
+        assert why.startswith(f"{pin} is not in the wheelhouse {house} and pip could not fetch it (ERROR: "), why
+        assert f"not run here: {hook} ({why})" in out
+    assert "ran: none" in out and re.search(r"^verdict: not checked: the pinned tools of .* are missing here", out, re.M)
+    answer = guidelines(report)
+    assert answer.state == checklist.OPEN and all(h in answer.why for h in hooks), answer
+    # The command it names fetches the pin, as printed, from the user's index.
+    cmd = data["not_run"][hooks[0]].split("; fetch it with: ", 1)[1].rstrip(")")
+    assert cmd == f"{shlex.quote(os.sys.executable)} -m pip download --disable-pip-version-check --only-binary :all: " \
+                  f"--dest {shlex.quote(str(house))} {pin}"
+    assert not any(house.glob(f"{pin.split('==')[0]}-{pin.split('==')[1]}-*.whl"))
+
+
+@needs_hook_tools
+def test_a_bumped_pin_is_fetched_from_the_users_index_on_first_use_and_the_hook_runs(upstream, tmp_path, house,
+                                                                                     index, capsys):
+    """With a reachable index, the pin upstream bumped to is fetched into the wheelhouse (kept
+    per version) and its hook runs with it; offline first, the printed command fetches it."""
+    (ours,) = WHEELHOUSE.glob("isort-5.12.0-*.whl")
+    label = "5.12.0+patchkit.relabelled"
+    (tmp_path / "dist").mkdir()
+    wheel = relabel(ours, label, tmp_path / "dist")
+    only(upstream, "pycqa/isort")
+    moved(upstream, "rev: 5.12.0", f"rev: {label}", "Bump isort")
+    report = tmp_path / "lint.json"
+    cache = shared_cache(tmp_path)
+    index.serve(wheel)
+    assert lint(upstream, cache, report) == 0, capsys.readouterr()
+    out = capsys.readouterr().out
+    data = json.loads(report.read_text())
+    assert data["ran"] == ["isort"] and data["tools"]["isort"] == f"isort=={label}" and not data["memo"], data
+    assert f"isort (isort=={label})" in out
+    assert (house / wheel.name).is_file() and not (house / wheel.name).is_symlink()  # fetched, kept per version
+    assert guidelines(report).state == checklist.DONE
+
+
+@needs_hook_tools
+@pytest.mark.slow  # make test-slow: make test keeps the fetch on first use above
+def test_the_printed_fetch_command_runs_as_printed_and_the_hook_runs_after_it(upstream, tmp_path, house, index,
+                                                                              capsys):
+    (ours,) = WHEELHOUSE.glob("isort-5.12.0-*.whl")
+    label = "5.12.0+patchkit.relabelled"
+    (tmp_path / "dist").mkdir()
+    wheel = relabel(ours, label, tmp_path / "dist")
+    only(upstream, "pycqa/isort")
+    moved(upstream, "rev: 5.12.0", f"rev: {label}", "Bump isort")
+    report = tmp_path / "lint.json"
+    cache = shared_cache(tmp_path)
+    assert lint(upstream, cache, report) == ExitCode.TOOL_MISSING  # the index is not there yet
+    capsys.readouterr()
+    cmd = json.loads(report.read_text())["not_run"]["isort"].split("; fetch it with: ", 1)[1].rstrip(")")
+    index.serve(wheel)
+    assert subprocess.run(cmd, shell=True, capture_output=True, text=True).returncode == 0
+    assert (house / wheel.name).is_file()
+    assert lint(upstream, cache, report) == 0
+    data = json.loads(report.read_text())
+    assert "isort" in data["ran"] and data["tools"]["isort"] == f"isort=={label}"
+
+
+@needs_hook_tools
+@pytest.mark.parametrize(("comment", "runs"), tiered(("  # frozen: v0.9.4", True), ("", False)))
+def test_a_frozen_commit_rev_runs_the_version_its_comment_names(upstream, tmp_path, capsys, comment, runs):
+    """`pre-commit autoupdate --freeze` writes a commit id with `# frozen: v0.9.4`: ruff 0.9.4
+    runs; a commit with no such comment names no version here: not run (never exit 0 with
+    nothing run), and the box stays open."""
+    sha = "8a5d9ee6e6d1b0ab4c1c2b1d2d7ab1d8e5cb39b5"  # a commit id as autoupdate writes it (40 hex digits)
+    only(upstream, "astral-sh/ruff-pre-commit")
+    moved(upstream, "rev: v0.9.4", f"rev: {sha}{comment}", "Freeze ruff")
+    report = tmp_path / "lint.json"
+    code = lint(upstream, LINT_CACHE, report)
+    data = json.loads(report.read_text())
+    if runs:
+        assert code == 0 and data["ran"] == ["ruff", "ruff-format"] and data["tools"]["ruff"] == "ruff==0.9.4", data
+        assert guidelines(report).state == checklist.DONE
+    else:
+        assert code == ExitCode.TOOL_MISSING and data["ran"] == [] and "verdict: not checked" in capsys.readouterr().out
+        assert data["not_run"]["ruff"].startswith(f"its rev is commit {sha[:12]} of https://github.com/astral-sh/"
+                                                  "ruff-pre-commit, which names no version here"), data
+        answer = guidelines(report)
+        assert answer.state == checklist.OPEN and "ruff-format (its rev is commit" in answer.why
+
+
+# Upstream's config as pre-commit rejects it, and what pre-commit says (its own words).
+REJECTED = {
+    "missing rev": ("    rev: v0.9.4\n", "", "At Repository(repo='https://github.com/astral-sh/ruff-pre-commit'): "
+                    "Missing required key: rev"),
+    "bad YAML": ("repos:\n", "repos: [\n", "while parsing a flow node"),
+    "a list at the top": (None, "- repos\n", "Expected a Config map but got a list"),
+    "a hook without id": ("    -   id: copyright-header\n", "    -   name: no id\n",
+                          "At Hook(id=MISSING): Missing required key: id"),
+    "fail_fast not a bool": ("repos:\n", 'fail_fast: "yes"\nrepos:\n', "At key: fail_fast: Expected bool got str"),
+    "a rev that names no version": ("rev: v0.9.4", "rev: main", "which names no version of its tool"),
+}
+
+
+def _break(upstream: Path, case: str) -> str:
+    old, new, said = REJECTED[case]
+    if old is None:
+        (upstream / CONFIG).write_text(new)
+        sh("git", "-C", upstream, "commit", "-q", "-am", case)
+    else:
+        moved(upstream, old, new, case)
+    return said
+
+
+@pytest.mark.parametrize("case", tiered(*REJECTED))
+def test_a_config_pre_commit_rejects_is_exit_2_with_its_reason_and_nothing_is_cached(upstream, tmp_path, capsys,
+                                                                                      house, case):
+    """A broken upstream config was an internal error (exit 70); a missing rev was let through."""
+    said = _break(upstream, case)
+    head = sh("git", "-C", upstream, "rev-parse", "HEAD").stdout.strip()
+    report, cache = tmp_path / "lint.json", tmp_path / "cache"
+    assert lint(upstream, cache, report) == ExitCode.USAGE
+    line = one_error_line(capsys.readouterr().err)
+    assert line.startswith(f"patchkit: error: pre-commit rejects upstream's {CONFIG} at main ({head[:12]}): "), line
+    assert said in line, line
+    data = json.loads(report.read_text())
+    assert data["error"] == line.removeprefix("patchkit: error: ") and not data["ok"] and not data["ran"]
+    assert not (cache / "verdicts").exists()  # never cached
+    answer = guidelines(report)
+    assert answer.state == checklist.OPEN and said in answer.why
+
+
+@needs_hook_tools
+@pytest.mark.parametrize(("old", "new", "said"), tiered(
+    ("repos:\n", 'minimum_pre_commit_version: "99.0"\nrepos:\n', "pre-commit version 99.0 is required but version "),
+    ("exclude: '(^third_party/)'\n", "exclude: '(^third_party/)'\ndefault_language_version:\n    python: python3.99\n",
+     "stdout: RuntimeError: failed to find interpreter for Builtin discover of python_spec='python3.99'")))
+def test_what_this_machine_lacks_is_exit_5_with_pre_commits_whole_reason_never_a_pass(upstream, tmp_path, capsys,
+                                                                                      old, new, said):
+    """pre-commit exited 1 with no hook run: lint read "every hook that ran passes" (ran: none),
+    kept that verdict, and the box was ticked; an interpreter's absence was cut at "stdout:"."""
+    moved(upstream, old, new, "Upstream moves on")
+    report, cache = tmp_path / "lint.json", shared_cache(tmp_path)
+    assert lint(upstream, cache, report) == ExitCode.TOOL_MISSING
+    line = one_error_line(capsys.readouterr().err)
+    assert f"upstream's {CONFIG} at main (" in line and said in line, line
+    assert not (cache / "verdicts").exists()
+    assert guidelines(report).state == checklist.OPEN
+
+
+@needs_hook_tools
+@pytest.mark.slow  # a delta and a PR: make test-slow; make test asserts the item from each case's report above
+@pytest.mark.parametrize("case", ["missing rev", "a hook without id"])
+def test_make_pr_keeps_the_coding_guidelines_item_open_when_pre_commit_rejects_the_config(upstream, tmp_path,
+                                                                                          capsys, case):
+    """make pr was an internal error (exit 70) on a broken config, or ticked the box on ran: none."""
+    said = _break(upstream, case)
+    checkout = tmp_path / "trtllm"
+    sh("git", "clone", "-q", upstream.as_uri(), checkout)
+    report = tmp_path / "delta.json"  # the user's make delta, on this upstream commit
+    assert delta_cmd.delta(patchset.load(ROOT, "main"), repo=Repo(checkout), mode="source", report=report).ok
+    code = main(["--root", str(ROOT), "pr", "--target", "main", "--src", str(checkout), "--report", str(report),
+                 "--signoff", "Jane Developer <jane.developer@example.com>", "--out", str(tmp_path / "out")])
+    line = one_error_line(capsys.readouterr().err)
+    assert code == ExitCode.MISMATCH, line
+    assert f"item '{GUIDELINES}" in line and "make lint could not check the series: pre-commit rejects" in line
+    assert said in line and not (tmp_path / "out").exists()
+
+
+def test_test_coverage_says_which_hooks_did_not_run_and_that_the_item_stays_open():
+    """The body said "`ruff` passed. Not run here: ..." as if the series were checked."""
+    from patchkit.pr import body as body_mod
+    stats = {k: 0 for k in ("passed", "failed", "error", "skipped", "not_run")}
+    ctx = {"regression": [], "neighbours": [], "ref": "main", "commit": "0123456789ab", "unpatched_tree": "main",
+           "how": "in source mode.", "unpatched": stats, "patched": stats,
+           "counts": {k: 0 for k in ("fail_to_pass", "pass_to_pass", "pass_to_fail", "fail_to_fail")}, "waiver": None}
+    not_run = {"config_found": True, "ran": ["isort"], "tools": {"isort": "isort==5.12.0"}, "failures": [],
+               "not_run": {"ruff": "ruff==0.9.5 is not in the wheelhouse /w and pip could not fetch it (x)"}}
+    text = body_mod._render("pr_test_coverage.md.j2", {**ctx, "lint": body_mod._lint_summary(not_run)})
+    assert ("`isort` (isort==5.12.0) passed. Not run here: `ruff` (ruff==0.9.5 is not in the wheelhouse /w and pip "
+            "could not fetch it (x)); they select files of the series, so the coding-guidelines item stays open.") in text
+    error = {"config_found": True, "ran": [], "failures": [], "not_run": {},
+             "error": "pre-commit rejects upstream's .pre-commit-config.yaml at main (0123456789ab): Missing required key: rev"}
+    text = body_mod._render("pr_test_coverage.md.j2", {**ctx, "lint": body_mod._lint_summary(error)})
+    assert f"did not check the files the series changes: {error['error']}. The coding-guidelines item stays open." in text
+    assert "hooks (`make lint`: the real" not in text

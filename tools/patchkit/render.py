@@ -467,7 +467,14 @@ def lint_result(r) -> str:
     lines += [table([(f.file, f.hook, f.wants) for f in r.failures])] if r.failures else []
     lines.append("ran: " + (", ".join(f"{h} ({r.tools[h]})" if h in r.tools else h for h in r.ran) or "none"))
     lines += [f"not run here: {h} ({why})" for h, why in sorted(r.not_run.items())]
-    verdict = "every hook that ran passes" if r.ok else f"{len(r.failures)} failing hook(s)"
+    if r.failures:
+        verdict = f"{len(r.failures)} failing hook(s)"
+    elif r.tool_missing:
+        verdict = f"not checked: the pinned tools of {', '.join(r.tool_missing)} are missing here"
+    elif not r.checked:
+        verdict = "not checked: no hook that selects these files could run here"
+    else:
+        verdict = "every hook that ran passes"
     if r.memo:
         lines.append("(the verdict of an earlier run on exactly these files, config, settings and tools)")
     lines.append(f"verdict: {verdict}; report: {r.report}")

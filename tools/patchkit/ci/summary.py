@@ -126,6 +126,8 @@ def _lint_row(d: dict) -> tuple[str, str, str, str, str]:
     counts = f"{len(d['ran'])} hooks ran, {len(d['failures'])} failing"
     verdict = "clean" if d["config_found"] and not d["failures"] else \
         ("no pre-commit config" if not d["config_found"] else "hooks fail")
+    if d.get("error") or d.get("tool_missing"):  # pre-commit or a pinned tool could not run: no verdict
+        verdict = "not checked"
     return d["target"], "lint", d["upstream_commit"], counts, verdict
 
 

@@ -59,7 +59,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
              arg("--cache", None, "the hook environments, mirrors and verdicts (default: $PATCHKIT_LINT_CACHE, else .venv/lint-cache)", type=Path)),
             _lint, render.lint_result,
             "make lint TRTLLM=main FIX=1\npatchkit lint --target main --src build/trtllm-main --fix",
-            lambda res: _mismatch_unless(res.ok)),
+            lambda res: res.code),
     Command("pr", "a signed-off PR branch, title and body from the last delta report",
             (TARGET, SRC, REPORT, SIGNOFF,
              arg("--fork", "FORK", "your GitHub user, whose fork the PR comes from (default: git config github.user)"),

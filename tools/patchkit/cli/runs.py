@@ -108,7 +108,7 @@ def _pr(root, args):
         # The series' files through upstream's own pre-commit hooks first: "coding guidelines"
         # is ticked from this run, for this series at this commit, or not at all.
         # Its report goes with the PR's title and body (<out>/lint.json), not over make lint's own.
-        linted = lint_cmd.lint(ps, repo=repo, report=None, cache=lint_cmd.default_cache(root))
+        linted = lint_cmd.judged(ps, repo=repo, report=None, cache=lint_cmd.default_cache(root))
         return pr_branch.pr(ps, repo=repo,
                             report=(args.report or root / "build" / "delta" / f"{ps.target}.json").resolve(),
                             out_dir=(args.out or root / "build" / "pr" / ps.target).resolve(), signoff=args.signoff,

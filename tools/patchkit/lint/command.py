@@ -22,11 +22,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .. import atomic, progress, series
-from ..errors import BadInput, Hint, ToolMissing
+from ..errors import BadInput, ExitCode, Hint, ToolMissing, UserError
 from ..git import Identity, Repo, Sha, init
 from ..model import PatchSet
 from ..upstream import base_of
-from . import config as config_mod, mirrors, needs, run as run_mod
+from . import config as config_mod, mirrors, needs, revs, run as run_mod, wheels as wheels_mod
 
 CONFIG = ".pre-commit-config.yaml"
 # The tools' settings a hook may read, at the repository root (ruff and codespell read
@@ -63,10 +63,31 @@ class LintResult:
     rewritten: list[str] = field(default_factory=list)  # FIX: the patch files it rewrote
     memo: bool = False  # the verdict of an earlier run on exactly these inputs (nothing changed since)
     seconds: dict[str, float] = field(default_factory=dict)  # hook id -> its run's duration, as pre-commit says
+    tool_missing: list[str] = field(default_factory=list)  # not run: their pinned tool could not be fetched here
+    error: str = ""  # pre-commit itself could not run the hooks (no hook's verdict is known): its reason
+
+    @property
+    def checked(self) -> bool:
+        """Whether the hooks judged the files: pre-commit ran, no pinned tool was missing here,
+        and some hook ran where hooks select the files."""
+        return (self.config_found and not self.error and not self.tool_missing
+                and bool(self.ran or not self.not_run))
 
     @property
     def ok(self) -> bool:
-        return self.config_found and not self.failures
+        return self.checked and not self.failures
+
+    @property
+    def complete(self) -> bool:
+        """Every hook that selects one of the files ran, and passed (what ticks "coding guidelines")."""
+        return self.ok and not self.not_run
+
+    @property
+    def code(self) -> ExitCode:
+        """make lint's exit code: 1 when a hook fails (or no config), 5 when the hooks could not judge."""
+        if self.failures or not self.config_found:
+            return ExitCode.MISMATCH
+        return ExitCode.OK if self.checked else ExitCode.TOOL_MISSING
 
     @property
     def hints(self) -> list[Hint]:
@@ -115,47 +136,100 @@ def lint(ps: PatchSet, *, repo: Repo, report: Path | None, cache: Path, fix: boo
     def exists(path: str) -> bool:  # from the trees alone: no blob is fetched to say so
         return bool(repo.blob_ids(tip, [path]))
 
-    plan = config_mod.plan(text.decode(), wheelhouse=house, exists=exists)
-    with progress.step("fetching the scripts upstream's local hooks run, and what they read"):
-        scripts = needs.scripts(repo, tip, plan.scripts)
-    if scripts.unavailable:
-        plan = config_mod.plan(text.decode(), wheelhouse=house, exists=exists, unavailable=scripts.unavailable)
+    where = f"upstream's {CONFIG} at {ps.upstream.ref} ({base[:12]})"
     cache.mkdir(parents=True, exist_ok=True)
-    redirects = {}
-    with progress.step("preparing the hook repositories (local mirrors of the pinned tools)"):
-        for url, (rev, _pin) in plan.redirects.items():
-            redirects[url] = mirrors.ensure(cache, url, rev)
-    environ = run_mod.env(cache / f"pre-commit-{mirrors.fingerprint()}", house, mirrors.git_env(redirects))
-    (cache / "work").mkdir(exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f"{ps.target}-", dir=cache / "work"))
     try:
-        _workspace(repo, tip, work, text, plan, [p for p in SETTINGS if p in here] + sorted(scripts.files), files)
-        cfg = str(work / RUN_CONFIG)
-        originals = {f: (work / f).read_bytes() for f in files}
-        memo = cache / "verdicts" / f"{_inputs_key(work, files, Path(house))}.json"
-        runs = _recall(memo)
-        result.memo = runs is not None
-        if runs is None:
-            with progress.step(f"running upstream's pre-commit hooks on {len(files)} file(s)"):
-                runs = run_mod.pre_commit(work, cfg, files, environ)
-            if not any(r.status == "failed" for r in runs):
-                memo.parent.mkdir(parents=True, exist_ok=True)
-                atomic.write_text(memo, json.dumps([asdict(r) for r in runs]))
-        _summarise(result, runs, plan)
-        if result.failures:
-            result.failures, result.fixed = _attribute(work, cfg, files, runs, originals, environ)
-        if fix and result.fixed:
-            result.fixed_tip = _rewrite(repo, base, ps, {f: c.encode() for f, c in result.fixed.items()})
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+        # pre-commit judges upstream's own config first: what it rejects is never made runnable.
+        _validate(cache, text)
+        try:
+            plan = config_mod.plan(text.decode(), wheelhouse=house, exists=exists)
+        except revs.Malformed as exc:
+            raise run_mod.Failed(str(exc), rejected=True) from None
+        with progress.step("fetching the scripts upstream's local hooks run, and what they read"):
+            scripts = needs.scripts(repo, tip, plan.scripts)
+        unfetched: dict[str, str] = {}
+        if plan.wanted:
+            with progress.step(f"fetching {', '.join(sorted(plan.wanted))} into the wheelhouse (pip, your index)"):
+                unfetched = wheels_mod.fetch(Path(house), sorted(plan.wanted))
+        if scripts.unavailable or plan.wanted:
+            plan = config_mod.plan(text.decode(), wheelhouse=house, exists=exists, unavailable=scripts.unavailable,
+                                   unfetched=unfetched)
+        redirects = {}
+        with progress.step("preparing the hook repositories (local mirrors of the pinned tools)"):
+            for url, (tag, pin) in plan.redirects.items():
+                redirects[url] = mirrors.ensure(cache, url, tag, pin)
+        fingerprint = mirrors.fingerprint(plan.redirects)
+        environ = run_mod.env(cache / "pre-commit", house, mirrors.git_env(redirects))
+        (cache / "work").mkdir(exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f"{ps.target}-", dir=cache / "work"))
+        try:
+            _workspace(repo, tip, work, text, plan, [p for p in SETTINGS if p in here] + sorted(scripts.files), files)
+            cfg = str(work / RUN_CONFIG)
+            originals = {f: (work / f).read_bytes() for f in files}
+            memo = cache / "verdicts" / f"{_inputs_key(work, files, Path(house), fingerprint)}.json"
+            runs = _recall(memo)
+            result.memo = runs is not None
+            if runs is None:
+                with progress.step(f"running upstream's pre-commit hooks on {len(files)} file(s)"):
+                    runs = run_mod.pre_commit(work, cfg, files, environ)
+                if not any(r.status == "failed" for r in runs):  # a run pre-commit failed never gets here
+                    memo.parent.mkdir(parents=True, exist_ok=True)
+                    atomic.write_text(memo, json.dumps([asdict(r) for r in runs]))
+            _summarise(result, runs, plan)
+            if result.failures:
+                result.failures, result.fixed = _attribute(work, cfg, files, runs, originals, environ)
+            if fix and result.fixed:
+                result.fixed_tip = _rewrite(repo, base, ps, {f: c.encode() for f, c in result.fixed.items()})
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    except run_mod.Failed as exc:
+        # Fail closed: no verdict, nothing cached, and the report says so (never a stale pass).
+        result.error = (f"pre-commit rejects {where}: {exc.reason}" if exc.rejected
+                        else f"pre-commit could not run the hooks of {where}: {exc.reason}")
+        _write(result, report)
+        raise NotLinted(result, ExitCode.USAGE if exc.rejected else ExitCode.TOOL_MISSING) from None
     return _write(result, report)
 
 
-def _inputs_key(work: Path, files: list[str], house: Path) -> str:
+def judged(ps: PatchSet, **kw) -> LintResult:
+    """lint() for make pr: a run where pre-commit itself failed is a result too (its error keeps
+    the coding-guidelines item open, saying why), never an end of make pr."""
+    try:
+        return lint(ps, **kw)
+    except NotLinted as exc:
+        return exc.result
+
+
+class NotLinted(UserError):
+    """pre-commit itself failed: no hook judged the series. The report says why (make pr reads it)."""
+
+    def __init__(self, result: LintResult, code: ExitCode) -> None:
+        super().__init__(result.error, code)
+        self.result = result
+
+
+def _validate(cache: Path, text: bytes) -> None:
+    """pre-commit validate-config on upstream's config (a pass is kept: the same text and
+    pre-commit pass again; a rejection always runs again)."""
+    key = hashlib.sha256(text + run_mod.engine().encode()).hexdigest()[:32]
+    passed = cache / "validated" / key
+    if passed.exists():
+        return
+    where = Path(tempfile.mkdtemp(prefix="validate-", dir=cache))
+    try:
+        (where / CONFIG).write_bytes(text)
+        run_mod.validate(where / CONFIG)
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+    passed.parent.mkdir(parents=True, exist_ok=True)
+    atomic.write_text(passed, "")
+
+
+def _inputs_key(work: Path, files: list[str], house: Path, fingerprint: str) -> str:
     """Everything a hook's verdict depends on: the runnable config, upstream's settings and
     scripts, the series' files (paths, bytes, modes), the mirrors and the tools in the wheelhouse."""
     wheels = sorted(p.name for p in house.glob("*.whl"))
-    h = hashlib.sha256(f"{mirrors.fingerprint()}\0{sorted(files)}\0{wheels}\0{run_mod.engine()}\0".encode())
+    h = hashlib.sha256(f"{fingerprint}\0{sorted(files)}\0{wheels}\0{run_mod.engine()}\0".encode())
     for p in sorted(q for q in work.rglob("*") if q.is_file() and ".git" not in q.relative_to(work).parts[:1]):
         h.update(f"{p.relative_to(work).as_posix()}\0{p.stat().st_mode & 0o111}\0".encode() + p.read_bytes() + b"\0")
     h.update((work / RUN_CONFIG).read_bytes())
@@ -251,6 +325,7 @@ def _summarise(result: LintResult, runs: list[run_mod.HookRun], plan: config_mod
                       if d.startswith("duration: ") and d.split(": ", 1)[1].rstrip("s").replace(".", "", 1).isdigit()}
     result.ran = [r.id for r in runs if r.status in ("passed", "failed")]
     result.not_run = {r.id: plan.not_run.get(r.id, "cannot run here") for r in runs if r.status == "not_run"}
+    result.tool_missing = sorted(h for h in result.not_run if h in plan.tool_missing)
     result.tools = {h: plan.pins[h] for h in result.ran if h in plan.pins}
     result.failures = [Failure("", r.id, "") for r in runs if r.status == "failed"]
 

@@ -6,7 +6,9 @@ The config is upstream's own, anchors and all (PyYAML resolves `*legacy_files`),
 file. What changes: a hook that cannot run here (its repository's tool is not on PyPI or not
 in the wheelhouse, a local hook that needs the whole repository or a file the ref lacks)
 becomes a local `language: fail` hook with the same selection: pre-commit then tells us
-whether it would have checked our files, and we name it as not run, never as passed.
+whether it would have checked our files, and we name it as not run, never as passed. Each
+mirrored repository's rev becomes the tag of the tool version it pins (revs.py: a frozen
+commit's `# frozen:` tag), which is what its local mirror is tagged with.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from pathlib import Path
 
 import yaml
 
-from . import mirrors
+from . import mirrors, revs, wheels
 
 SELECTION = ("files", "exclude", "types", "types_or", "exclude_types", "always_run", "stages")
 RUNNABLE_LOCAL = ("python", "script")
@@ -27,21 +29,18 @@ NOT_RUN = "patchkit: not run here: "
 @dataclass
 class Plan:
     config: dict  # what pre-commit runs
-    redirects: dict[str, tuple[str, str]] = field(default_factory=dict)  # url -> (rev, requirement)
+    redirects: dict[str, tuple[str, str]] = field(default_factory=dict)  # url -> (the mirror's rev, requirement)
     not_run: dict[str, str] = field(default_factory=dict)  # hook id -> why
     scripts: set[str] = field(default_factory=set)  # files at the ref that local hooks run
     pins: dict[str, str] = field(default_factory=dict)  # hook id -> the tool it runs (ruff==0.9.4)
+    wanted: set[str] = field(default_factory=set)  # requirements the wheelhouse lacks: fetch them, then plan again
+    tool_missing: set[str] = field(default_factory=set)  # hook ids not run because their tool could not be fetched
 
 
-def _wheel_name(req: str) -> str:
-    return re.split(r"[<>=!~\[; ]", req, maxsplit=1)[0].replace("-", "_").lower()
-
-
-def _in_wheelhouse(wheelhouse: Path, req: str) -> bool:
-    if "==" in req:
-        return mirrors.available(wheelhouse, req.replace(" ", ""))
-    stem = _wheel_name(req) + "-"
-    return wheelhouse.is_dir() and any(p.name.lower().startswith(stem) for p in wheelhouse.iterdir())
+def _lacking(wheelhouse: Path, reqs: list[str], unfetched: dict[str, str]) -> tuple[list[str], list[str]]:
+    """Of reqs, those the wheelhouse lacks that were not tried yet, and the reasons of those that could not be fetched."""
+    lacking = [r for r in reqs if not wheels.has(wheelhouse, r)]
+    return [r for r in lacking if r not in unfetched], [unfetched[r] for r in lacking if r in unfetched]
 
 
 def _fail_hook(hook: dict, manifest: dict | None, why: str) -> dict:
@@ -63,24 +62,36 @@ def _script(entry: str, language: str) -> str | None:
     return words[0][2:] if words and words[0].startswith("./") else (words[0] if words and "/" in words[0] else None)
 
 
-def plan(text: str, *, wheelhouse: Path, exists: callable, unavailable: dict[str, str] | None = None) -> Plan:
-    """The runnable config for upstream's config text; exists(path) says whether the ref has a file,
-    unavailable which scripts cannot be had here all the same (path -> why)."""
+def plan(text: str, *, wheelhouse: Path, exists: callable, unavailable: dict[str, str] | None = None,
+         unfetched: dict[str, str] | None = None) -> Plan:
+    """The runnable config for upstream's config text (which pre-commit has accepted); exists(path)
+    says whether the ref has a file, unavailable which scripts cannot be had here all the same
+    (path -> why), unfetched which requirements pip could not fetch (requirement -> why).
+    A rev that names no version raises revs.Malformed."""
     cfg = yaml.safe_load(text) or {}
+    frozen = revs.frozen(text)
+    unfetched = unfetched or {}
     out = {k: v for k, v in cfg.items() if k != "repos"}
     out.pop("default_install_hook_types", None)
     result = Plan(out)
     repos: list[dict] = []
     failed: list[dict] = []
-    for repo in cfg.get("repos") or []:
+
+    def not_run(hook: dict, manifest: dict | None, why: str, missing: bool) -> None:
+        result.not_run[hook["id"]] = why
+        failed.append(_fail_hook(hook, manifest, why))
+        if missing:
+            result.tool_missing.add(hook["id"])
+
+    for i, repo in enumerate(cfg.get("repos") or []):
         url = repo.get("repo", "")
         if url in ("local", "meta"):
             kept = []
             for hook in repo.get("hooks") or []:
-                why = _local_reason(hook, wheelhouse, exists, unavailable or {}) if url == "local" else None
+                why, missing = (_local_reason(hook, wheelhouse, exists, unavailable or {}, unfetched, result)
+                                if url == "local" else (None, False))
                 if why:
-                    result.not_run[hook["id"]] = why
-                    failed.append(_fail_hook(hook, None, why))
+                    not_run(hook, None, why, missing)
                 else:
                     kept.append(hook)
                     script = _script(hook.get("entry", ""), hook.get("language", "")) if url == "local" else None
@@ -89,54 +100,70 @@ def plan(text: str, *, wheelhouse: Path, exists: callable, unavailable: dict[str
             if kept:
                 repos.append({**repo, "hooks": kept})
             continue
-        rev = str(repo.get("rev", ""))
+        rev = revs.resolve(url, str(repo.get("rev", "")), frozen.get(i))
         mirror = mirrors.MIRRORS.get(mirrors.key(url))
         manifest = {h["id"]: h for h in (mirror.hooks if mirror else ())}
-        why = None
+        why, missing, pin = None, False, ""
         if mirror is None:
             why = f"{url} has no package on PyPI to mirror"
-        elif not mirrors.available(wheelhouse, mirrors.pin(mirror, rev)):
-            why = f"{mirrors.pin(mirror, rev)} is not in the wheelhouse {wheelhouse} (make setup fetches it)"
+        elif not rev.version:
+            why = (f"its rev is commit {rev.written[:12]} of {url}, which names no version here "
+                   "(`pre-commit autoupdate --freeze` writes `# frozen: <tag>` beside it)")
+        else:
+            pin = mirrors.pin(mirror, rev.version)
+            todo, reasons = _lacking(wheelhouse, [pin], unfetched)
+            result.wanted.update(todo)
+            why = reasons[0] if reasons else (f"{pin} is not in the wheelhouse {wheelhouse}" if todo else None)
+            missing = bool(reasons)
         kept = []
         for hook in repo.get("hooks") or []:
-            hw = why
+            hw, hmissing = why, missing
             if hw is None and hook["id"] not in manifest:
-                hw = f"{url} {rev}: hook {hook['id']} is not in the local mirror's manifest"
-            deps = [d for d in hook.get("additional_dependencies") or [] if not _in_wheelhouse(wheelhouse, d)]
-            if hw is None and deps:
-                hw = f"its additional dependencies {', '.join(deps)} are not in the wheelhouse"
+                hw = f"{url} {rev.written}: hook {hook['id']} is not in the local mirror's manifest"
+            todo, reasons = _lacking(wheelhouse, list(hook.get("additional_dependencies") or []), unfetched)
+            if mirror is not None and rev.version:  # fetched with the tool, in one round
+                result.wanted.update(todo)
+            if hw is None:
+                hw, hmissing = (reasons[0], True) if reasons else (
+                    (f"its additional dependencies {', '.join(todo)} are not in the wheelhouse", False) if todo
+                    else (None, False))
             if hw:
-                result.not_run[hook["id"]] = hw
-                failed.append(_fail_hook(hook, manifest.get(hook["id"]), hw))
+                not_run(hook, manifest.get(hook["id"]), hw, hmissing)
             else:
                 kept.append(hook)
-                result.pins[hook["id"]] = mirrors.pin(mirror, rev)
+                result.pins[hook["id"]] = pin
         if kept:
-            repos.append({**repo, "hooks": kept})
-            result.redirects[url] = (rev, mirrors.pin(mirror, rev))
+            tag = mirrors.mirror_rev(url, rev.tag)
+            repos.append({**repo, "rev": tag, "hooks": kept})
+            result.redirects[url] = (tag, pin)
     if failed:
         repos.append({"repo": "local", "hooks": failed})
     out["repos"] = repos
     return result
 
 
-def _local_reason(hook: dict, wheelhouse: Path, exists: callable, unavailable: dict[str, str]) -> str | None:
+def _local_reason(hook: dict, wheelhouse: Path, exists: callable, unavailable: dict[str, str],
+                  unfetched: dict[str, str], result: Plan) -> tuple[str | None, bool]:
+    """Why a local hook cannot run here (None: it can), and whether that is a tool missing here."""
     language = hook.get("language", "")
     if language not in RUNNABLE_LOCAL:
-        return f"a local {language} hook"
+        return f"a local {language} hook", False
     if hook.get("pass_filenames") is False:
-        return f"it checks the whole repository ({hook.get('entry', '')}), which this lint does not hold"
+        return f"it checks the whole repository ({hook.get('entry', '')}), which this lint does not hold", False
     script = _script(hook.get("entry", ""), language)
     if script is None:
-        return f"its entry {hook.get('entry', '')!r} is not a file of the repository"
+        return f"its entry {hook.get('entry', '')!r} is not a file of the repository", False
     if not exists(script):
-        return f"{script} is not at this ref"
+        return f"{script} is not at this ref", False
     if script in unavailable:
-        return unavailable[script]
-    deps = [d for d in hook.get("additional_dependencies") or [] if not _in_wheelhouse(wheelhouse, d)]
-    if deps:
-        return f"its additional dependencies {', '.join(deps)} are not in the wheelhouse"
-    return None
+        return unavailable[script], False
+    todo, reasons = _lacking(wheelhouse, list(hook.get("additional_dependencies") or []), unfetched)
+    result.wanted.update(todo)
+    if reasons:
+        return reasons[0], True
+    if todo:
+        return f"its additional dependencies {', '.join(todo)} are not in the wheelhouse", False
+    return None, False
 
 
 def dump(config: dict) -> str:

@@ -36,7 +36,10 @@ from pathlib import Path
 
 import yaml
 
+from packaging.version import Version
+
 from ..git import Identity, init
+from . import wheels
 
 # pre-commit-hooks' manifest (the entries a TensorRT-LLM config uses), as at v6.0.0.
 _PCH_TEXT = ["check-merge-conflict", "detect-private-key", "end-of-file-fixer", "mixed-line-ending"]
@@ -55,8 +58,9 @@ _PCH += [{"id": h, "entry": h, "types": ["text"]} for h in _PCH_TEXT]
 class Mirror:
     """A hook repository whose tool is on PyPI: the package and the repository's manifest."""
 
-    package: str  # the PyPI distribution; its version is the rev without a leading 'v'
+    package: str  # the PyPI distribution; its version is the rev's (without a leading 'v')
     hooks: tuple[dict, ...]
+    renamed: tuple[tuple[str, str], ...] = ()  # (first version, package) where the repository's pin changed name
 
 
 MIRRORS: dict[str, Mirror] = {
@@ -66,6 +70,9 @@ MIRRORS: dict[str, Mirror] = {
         {"id": "ruff-format", "entry": "ruff format --force-exclude", "types_or": ["python", "pyi", "jupyter"],
          "require_serial": True})),
     "github.com/google/yapf": Mirror("yapf", ({"id": "yapf", "entry": "yapf", "args": ["-i"], "types": ["python"]},)),
+    "github.com/pre-commit/mirrors-yapf": Mirror("yapf", (
+        {"id": "yapf", "entry": "yapf", "args": ["-i"], "types": ["python"], "require_serial": False,
+         "additional_dependencies": [], "minimum_pre_commit_version": "0"},)),
     "github.com/pycqa/isort": Mirror("isort", (
         {"id": "isort", "entry": "isort", "require_serial": True, "types_or": ["cython", "pyi", "python"],
          "args": ["--filter-files"], "minimum_pre_commit_version": "2.9.2"},)),
@@ -75,6 +82,24 @@ MIRRORS: dict[str, Mirror] = {
     "github.com/codespell-project/codespell": Mirror("codespell", (
         {"id": "codespell", "entry": "codespell", "types": ["text"]},)),
     "github.com/pre-commit/pre-commit-hooks": Mirror("pre-commit-hooks", tuple(_PCH)),
+    "github.com/pre-commit/mirrors-clang-format": Mirror("clang-format", (
+        {"id": "clang-format", "description": "", "entry": "clang-format -i",
+         "types_or": ["c++", "c", "c#", "cuda", "java", "javascript", "json", "objective-c", "proto", "textproto"],
+         "args": ["-style=file"], "require_serial": False, "additional_dependencies": [],
+         "minimum_pre_commit_version": "2.9.2"},)),
+    "github.com/cheshirekow/cmake-format-precommit": Mirror("cmake-format", (
+        {"id": "cmake-format", "description": "cmake-format can format your listfiles nicely so that they don't "
+         "look like crap.", "entry": "cmake-format --in-place", "types": ["cmake"]},
+        {"id": "cmake-lint", "description": "cmake-lint will check your listfiles for style violations, common "
+         "mistakes, and anti-patterns.", "entry": "cmake-lint", "types": ["cmake"]}),
+        renamed=(("0.6.12", "cmakelang"),)),
+    "github.com/executablebooks/mdformat": Mirror("mdformat", (
+        {"id": "mdformat", "description": "CommonMark compliant Markdown formatter", "entry": "mdformat",
+         "language_version": "python3", "types": ["markdown"], "minimum_pre_commit_version": "1.0.0"},)),
+    "github.com/pre-commit/mirrors-mypy": Mirror("mypy", (
+        {"id": "mypy", "entry": "mypy", "types_or": ["python", "pyi"],
+         "args": ["--ignore-missing-imports", "--scripts-are-modules"], "require_serial": True,
+         "additional_dependencies": [], "minimum_pre_commit_version": "2.9.2"},)),
 }
 
 
@@ -88,26 +113,35 @@ def key(url: str) -> str:
     return (u[:-4] if u.endswith(".git") else u).lower()
 
 
-def pin(mirror: Mirror, rev: str) -> str:
-    """The requirement a repository at rev installs: the tool at the rev's version."""
-    return f"{mirror.package}=={rev[1:] if rev[:1] == 'v' else rev}"
+def pin(mirror: Mirror, version: str) -> str:
+    """The requirement a repository installs at the tool's version (`ruff==0.9.4` for ruff-pre-commit v0.9.4)."""
+    package = mirror.package
+    for first, name in mirror.renamed:
+        if Version(version) >= Version(first):
+            package = name
+    return f"{package}=={version}"
 
 
-def fingerprint() -> str:
-    """Changes when the mirrors' content changes, so pre-commit's cache of them is not reused."""
-    data = json.dumps({k: [m.package, m.hooks] for k, m in MIRRORS.items()}, sort_keys=True)
+def fingerprint(urls) -> str:
+    """Changes when the content of these repositories' mirrors changes."""
+    data = json.dumps({key(u): [MIRRORS[key(u)].package, MIRRORS[key(u)].hooks] for u in urls}, sort_keys=True)
     return hashlib.sha256(data.encode()).hexdigest()[:12]
 
 
+def mirror_rev(url: str, tag: str) -> str:
+    """The rev pre-commit fetches from url's mirror for upstream's tag: the tag and the mirror's
+    content, so that pre-commit's cache (by repository and rev) is not reused when the content
+    changes, and only that repository's is not (a mirror added to the table leaves the others' be)."""
+    return f"{tag}-patchkit.{fingerprint([url])}"
+
+
 def available(wheelhouse: Path, requirement: str) -> bool:
-    """Whether the wheelhouse holds the pinned tool (a wheel named for that version)."""
-    name, version = requirement.split("==")
-    stem = f"{name.replace('-', '_').lower()}-{version}-"
-    return wheelhouse.is_dir() and any(p.name.lower().startswith(stem) for p in wheelhouse.iterdir())
+    """Whether the wheelhouse holds the pinned tool (a wheel of that version)."""
+    return wheels.has(wheelhouse, requirement)
 
 
-def ensure(cache: Path, url: str, rev: str) -> Path:
-    """The mirror repository of url at rev under cache (built once; reused after)."""
+def ensure(cache: Path, url: str, rev: str, requirement: str) -> Path:
+    """The mirror repository of url, tagged rev, that installs requirement, under cache (built once; reused after)."""
     mirror = MIRRORS[key(url)]
     dest = cache / "mirrors" / key(url) / rev
     if (dest / ".patchkit-done").exists():
@@ -120,9 +154,9 @@ def ensure(cache: Path, url: str, rev: str) -> Path:
         (tmp / "setup.py").write_text(
             "from setuptools import setup\n\n"
             f"setup(name={('patchkit-mirror-' + mirror.package)!r}, version='0', py_modules=[],\n"
-            f"      install_requires=[{pin(mirror, rev)!r}])\n")
+            f"      install_requires=[{requirement!r}])\n")
         repo = init(tmp)
-        repo.add_all_and_commit(f"mirror of {url} at {rev}: {pin(mirror, rev)} from PyPI",
+        repo.add_all_and_commit(f"mirror of {url} at {rev}: {requirement} from PyPI",
                                 Identity("patchkit", "patchkit@invalid"), "2026-01-01T00:00:00+00:00")
         repo.tag(rev)
         repo.close()

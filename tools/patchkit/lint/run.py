@@ -41,25 +41,80 @@ def env(home: Path, wheelhouse: Path, git_env: dict[str, str]) -> dict[str, str]
             "PYTHONDONTWRITEBYTECODE": "1"}
 
 
+class Failed(Exception):
+    """pre-commit itself failed (not a hook): its own reason, in one line, and whether the config
+    is what it rejects (any pre-commit would) or something missing here (this one is too old, an
+    interpreter or a tool it needs is absent)."""
+
+    def __init__(self, reason: str, rejected: bool) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.rejected = rejected
+
+
+def validate(config: Path) -> None:
+    """pre-commit's own judgement of upstream's config (what `pre-commit validate-config` runs, in
+    this process: a second interpreter's start-up per lint is half a second): Failed with its reason."""
+    import logging
+
+    from pre_commit.clientlib import InvalidConfigError, load_config
+    quiet = logging.getLogger("pre_commit")
+    level, propagate = quiet.level, quiet.propagate
+    quiet.setLevel(logging.ERROR)  # its warnings (a mutable rev) are not a verdict; keep them off our output
+    quiet.propagate = False
+    try:
+        load_config(str(config))
+    except InvalidConfigError as exc:
+        text = str(exc)
+        # Only a version floor above this pre-commit is ours to lack; upstream's CI runs a newer one.
+        raise Failed(reason(text), rejected=not _TOO_OLD.search(text)) from None
+    except Exception as exc:  # noqa: BLE001 - pre-commit's own crash on a value it cannot read is its reason
+        raise Failed(reason(f"An unexpected error has occurred: {type(exc).__name__}: {exc}"), rejected=True) from None
+    finally:
+        quiet.setLevel(level)
+        quiet.propagate = propagate
+
+
+_TOO_OLD = re.compile(r"pre-commit version \S+ is required but version \S+ is installed")
+_ERROR = re.compile(r"^An (unexpected )?error has occurred")
+
+
 def pre_commit(work: Path, config: Path, files: list[str], environ: dict[str, str],
                hook: str | None = None) -> list[HookRun]:
-    """`pre-commit run --files` on files; the hooks' verdicts in config order."""
+    """`pre-commit run --files` on files; the hooks' verdicts in config order. Failed when
+    pre-commit itself could not run them (no verdict is read from such a run)."""
     cmd = [sys.executable, "-m", "pre_commit", "run", "--config", str(config), "--color", "never", "--verbose"]
     cmd += ([hook] if hook else []) + ["--files", *files]
     res = proc.run(cmd, cwd=work, env=environ, check=False)
-    if res.returncode not in (0, 1) or ("An unexpected error has occurred" in res.stdout + res.stderr):
-        raise ToolMissing("pre-commit could not run the hooks: " + _first_error(res.stdout + "\n" + res.stderr))
     if "No module named pre_commit" in res.stderr:
         raise ToolMissing("pre-commit is not installed in this environment (make setup installs it)")
-    return parse(res.stdout)
+    text = res.stdout + "\n" + res.stderr
+    runs = parse(res.stdout)
+    said_error = any(_ERROR.match(ln) for ln in text.splitlines())
+    if res.returncode not in (0, 1) or (said_error and not runs) or (res.returncode != 0 and not runs):
+        raise Failed(reason(text), rejected=False)
+    return runs
 
 
-def _first_error(text: str) -> str:
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    for i, ln in enumerate(lines):
-        if ln.startswith(("An unexpected error", "[ERROR]", "ERROR:")) or "Error" in ln.split(":")[0]:
-            return " ".join(lines[i:i + 3])[:400]
-    return " ".join(lines[-3:])[:400]
+def reason(text: str) -> str:
+    """pre-commit's own account of a failure, whole, on one line: the error and what the failing
+    command said (a CalledProcessError's stdout and stderr too), or a config's path and complaint."""
+    lines = [ln.strip() for ln in text.splitlines()]
+    start = next((i for i, ln in enumerate(lines) if _ERROR.match(ln) or ln.startswith("==> ")), None)
+    if start is None:
+        said = [ln for ln in lines if ln]
+        return " ".join(said[-3:]) or "no output"
+    where, said = [], []
+    for ln in lines[start:]:
+        if ln.startswith("Check the log at"):
+            break
+        if ln.startswith("==> File "):  # we name upstream's file ourselves
+            continue
+        if ln.startswith("==> "):
+            where.append(ln[4:])
+        elif ln:
+            said.append(ln[6:].strip() if ln.startswith("=====>") else ln)
+    return ((" > ".join(where) + ": ") if where else "") + " ".join(said)[:2000]
 
 
 def parse(stdout: str) -> list[HookRun]:

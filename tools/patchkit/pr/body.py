@@ -112,12 +112,15 @@ def context(ps: PatchSet, report: dict, files: list[str], waiver: str | None, li
 
 
 def _lint_summary(lint: dict | None) -> dict | None:
-    """What Test Coverage says of make lint: which hooks ran (with the pinned tool), which not."""
+    """What Test Coverage says of make lint: which hooks ran (with the pinned tool), which not, and
+    whether that leaves the coding-guidelines item open (a hook that selects the files did not run)."""
     if lint is None or not lint.get("config_found", True):
         return None
+    if lint.get("error"):
+        return {"error": lint["error"]}
     tools = lint.get("tools") or {}
     ran = [f"`{h}` ({tools[h]})" if h in tools else f"`{h}`" for h in lint.get("ran") or []]
-    return {"ran": ", ".join(ran) or "none", "ok": not lint.get("failures"),
+    return {"error": "", "ran": ", ".join(ran) or "none", "ok": not lint.get("failures"),
             "not_run": "; ".join(f"`{h}` ({why})" for h, why in sorted((lint.get("not_run") or {}).items()))}
 
 

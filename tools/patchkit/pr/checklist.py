@@ -99,13 +99,19 @@ def _guidelines(f: Facts) -> tuple[str, str] | None:
         return OPEN, "make lint did not run on this series at this commit"
     if not f.lint.get("config_found", True):
         return OPEN, f"upstream has no .pre-commit-config.yaml at {f.ref}, so no hook could check the series"
+    if f.lint.get("error"):
+        return OPEN, f"make lint could not check the series: {f.lint['error']}"
     bad = f.lint.get("failures") or []
     if bad:
         # The command that mends it is said by the CLI, as the user runs lint (pr/branch.py).
         return OPEN, "upstream's pre-commit hooks fail: " + "; ".join(f"{x['file']} {x['hook']}" for x in bad)
-    not_run = sorted(f.lint.get("not_run") or {})
-    return DONE, ("upstream's pre-commit hooks pass on the series' files: " + ", ".join(f.lint.get("ran") or [])
-                  + (f"; not run here: {', '.join(not_run)}" if not_run else ""))
+    not_run = f.lint.get("not_run") or {}
+    if not_run:  # a judge that could not run is "not checked", never "pass"
+        return OPEN, ("not every upstream hook that selects the series' files ran here: "
+                      + "; ".join(f"{h} ({why})" for h, why in sorted(not_run.items())))
+    if not f.lint.get("ran"):
+        return DONE, "none of upstream's pre-commit hooks selects the series' files"
+    return DONE, "upstream's pre-commit hooks pass on the series' files: " + ", ".join(f.lint["ran"])
 
 
 def _description(f: Facts) -> tuple[str, str] | None:
