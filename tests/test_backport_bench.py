@@ -17,3 +17,11 @@ def test_the_backport_bench_carries_the_pr_and_receives_less_than_a_full_clone(t
     assert b.pr_commits == 2 and b.written >= 3  # the PR's two patches, our renumbered ones, patchset.yaml
     assert 0 < b.received_bytes < b.full_bytes and b.seconds > 0
     assert "of a full clone's" in backport.render(b)
+
+
+def test_the_stack_bench_builds_ten_fixes_with_backport_and_times_check_and_a_cold_apply(tmp_path):
+    from patchkit.bench import stacked
+    b = stacked.stack_bench(ROOT, tmp_path / "bench", shape=SHAPE, repeat=1)
+    assert (b.fixes, b.patches) == (10, 30) and b.one_patches == 2
+    assert min(b.apply_seconds, b.one_apply_seconds, b.check_seconds, b.one_check_seconds) > 0
+    assert "a stack of 10 fixes (30 patches" in stacked.render(b)

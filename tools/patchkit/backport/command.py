@@ -176,8 +176,10 @@ def _render(repo: Repo, target: Sha, applied: series.SeriesResult, ps: PatchSet,
     files = repo.format_series(f"{target}..{applied.tip}", out)
     for f in files:
         f.write_bytes(without_index_lines(f.read_bytes()))
-    if len(files) != len(ps.patches):  # one commit per patch: every patch applied
-        raise AssertionError(f"{len(files)} files for {len(ps.patches)} patches")
+    if len(files) != len(ps.patches):  # git writes no file for a commit that changes nothing
+        empty = [o.patch.name for o in applied.outcomes if o.commit and repo.changed_paths(o.commit) == []]
+        raise Conflict(f"{', '.join(empty) or 'a patch of the stack'} changes nothing on {target[:12]} once the "
+                       f"patches before it are applied; nothing written")
     return [f.name for f in files]
 
 
@@ -225,8 +227,11 @@ def _range_diff(repo: Repo, target: Sha, old_ps: PatchSet, old: Fix, applied: se
     commits = [o.commit for o in applied.outcomes]
     at = [i for i, o in enumerate(applied.outcomes) if stack.owner(new, o.patch).id == fix.id]
     new_base = commits[at[0] - 1] if at[0] else target
-    old_tip = was.outcomes[-1].commit
-    old_base = was.outcomes[-len(old.patches) - 1].commit if len(was.outcomes) > len(old.patches) else target
+    before = [o.commit for o in was.outcomes[:len(upto) - len(old.patches)] if o.commit]
+    mine = [o.commit for o in was.outcomes[len(upto) - len(old.patches):] if o.commit]
+    if not mine:
+        return f"(no range-diff: every old patch of {old.id} is already in {target[:12]})"
+    old_base, old_tip = (before[-1] if before else target), mine[-1]
     return repo.range_diff(f"{old_base}..{old_tip}", f"{new_base}..{commits[at[-1]]}")
 
 

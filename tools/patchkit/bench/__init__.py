@@ -10,7 +10,8 @@ or a str saying why it was skipped); report.py renders each kind of result:
 - radar.py: make radar, cold, over 5,000 more commits of the generated upstream;
 - lint.py: make lint on each set, cold, warm and again;
 - store.py: the container section's private image store, never left mounted;
-- backport.py: make backport of a pull request, cold, on the generated upstream.
+- backport.py: make backport of a pull request, cold, on the generated upstream;
+- stacked.py: make check and a cold make apply of a 10-fix stack against the one-fix set.
 A new section: its module, its renderer in report.RENDER, and its line in SECTIONS.
 """
 from __future__ import annotations
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import backport, clone, container, delta, lint, radar, report, store, waivers
+from . import backport, clone, container, delta, lint, radar, report, stacked, store, waivers
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,7 @@ SECTIONS: tuple[Callable[[Path, Path, Options], Any], ...] = (
     lambda root, work, opt: radar.radar_bench(root, work),
     lambda root, work, opt: lint.lint_bench(root, work),
     lambda root, work, opt: backport.backport_bench(root, work),
+    lambda root, work, opt: stacked.stack_bench(root, work),
 )
 
 
