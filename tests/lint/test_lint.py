@@ -55,8 +55,8 @@ def test_a_hook_that_cannot_run_is_named_not_run_and_only_when_it_selects_a_file
     """Selection stays pre-commit's own: a repository we cannot mirror becomes a failing stand-in
     with the same files/types, so pre-commit says whether it would have checked our files."""
     text = ("repos:\n"
-            "-   repo: https://github.com/Lucas-C/pre-commit-hooks.git\n    rev: v1.5.5\n"
-            "    hooks:\n    -   id: remove-crlf\n"
+            "-   repo: https://github.com/jumanjihouse/pre-commit-hooks\n    rev: 3.0.0\n"
+            "    hooks:\n    -   id: forbid-binary\n"
             "-   repo: local\n    hooks:\n"
             "    -   id: waive-check\n        entry: ./scripts/check_test_list.py\n        language: script\n"
             "        pass_filenames: false\n"
@@ -64,8 +64,8 @@ def test_a_hook_that_cannot_run_is_named_not_run_and_only_when_it_selects_a_file
             "-   repo: https://github.com/astral-sh/ruff-pre-commit\n    rev: v0.9.4\n"
             "    hooks:\n    -   id: ruff-format\n")
     plan = lint_config.plan(text, wheelhouse=WHEELHOUSE, exists=lambda p: False)
-    assert set(plan.not_run) == {"remove-crlf", "waive-check", "md-only"}
-    assert "no package on PyPI" in plan.not_run["remove-crlf"]
+    assert set(plan.not_run) == {"forbid-binary", "waive-check", "md-only"}
+    assert "no package on PyPI" in plan.not_run["forbid-binary"]
     url = "https://github.com/astral-sh/ruff-pre-commit"
     assert plan.redirects == {url: (mirrors.mirror_rev(url, "v0.9.4"), "ruff==0.9.4")}
     stand_in = {h["id"]: h for r in plan.config["repos"] if r["repo"] == "local" for h in r["hooks"]}
@@ -114,3 +114,19 @@ def test_an_unchanged_series_reuses_its_passing_verdict_and_a_failing_one_always
     for _ in range(2):
         assert _lint(root, miniature_template, lint_cache, report) == 1
         assert said not in capsys.readouterr().out and json.loads(report.read_text())["memo"] is False
+
+
+def test_remove_crlf_is_imitated_and_says_so(tmp_path):
+    """Lucas-C/pre-commit-hooks has no package on PyPI, and upstream runs its remove-crlf on every
+    file: the hook runs as patchkit's imitation, named as such, and does what the hook does."""
+    text = ("repos:\n-   repo: https://github.com/Lucas-C/pre-commit-hooks.git\n    rev: v1.5.5\n"
+            "    hooks:\n    -   id: remove-crlf\n")
+    plan = lint_config.plan(text, wheelhouse=WHEELHOUSE, exists=lambda p: False)
+    assert plan.not_run == {} and plan.pins == {"remove-crlf": "patchkit's imitation; no package on PyPI at v1.5.5"}
+    namespace: dict = {}
+    exec(mirrors.MIRRORS["github.com/lucas-c/pre-commit-hooks"].imitation, namespace)
+    crlf, lf = tmp_path / "crlf.py", tmp_path / "lf.py"
+    crlf.write_bytes(b"a = 1\r\nb = 2\r\n")
+    lf.write_bytes(b"a = 1\nb = 2\n")
+    assert namespace["main"]([str(lf)]) == 0 and lf.read_bytes() == b"a = 1\nb = 2\n"
+    assert namespace["main"]([str(lf), str(crlf)]) == 1 and crlf.read_bytes() == b"a = 1\nb = 2\n"

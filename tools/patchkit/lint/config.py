@@ -109,6 +109,8 @@ def plan(text: str, *, wheelhouse: Path, exists: callable, unavailable: dict[str
         elif not rev.version:
             why = (f"its rev is commit {rev.written[:12]} of {url}, which names no version here "
                    "(`pre-commit autoupdate --freeze` writes `# frozen: <tag>` beside it)")
+        elif mirror.imitation:  # nothing to fetch: the mirror installs our own module
+            pin = mirror.says(rev.written)
         else:
             pin = mirrors.pin(mirror, rev.version)
             todo, reasons = _lacking(wheelhouse, [pin], unfetched)

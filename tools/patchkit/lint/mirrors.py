@@ -11,6 +11,13 @@ on) sends pre-commit's clone there, and pip installs the tool from the wheelhous
 manifests (id, entry, file types) are written here, from the repositories' own manifests
 at those revs. A repository not in this table is not run, and says so.
 
+One repository upstream runs on every file has no package on PyPI: Lucas-C/pre-commit-hooks
+(its distribution would be named pre-commit-hooks, which PyPI gives to pre-commit's own). Its
+remove-crlf hook is imitated: the mirror installs a module of ours that does what the hook
+does (a text file with a CRLF line ending is rewritten with LF and the hook fails), and the
+lint names it as imitated, never as the tool itself (DEVELOPERS.md: imitate only what cannot
+run here, and say so).
+
 Checked against the repositories' own .pre-commit-hooks.yaml (search index, 2026-12-01):
 ruff-pre-commit's ruff and ruff-format (`ruff check --force-exclude`, `ruff format
 --force-exclude`, require_serial, types_or python/pyi, with jupyter since its PR #96 for ruff
@@ -61,6 +68,43 @@ class Mirror:
     package: str  # the PyPI distribution; its version is the rev's (without a leading 'v')
     hooks: tuple[dict, ...]
     renamed: tuple[tuple[str, str], ...] = ()  # (first version, package) where the repository's pin changed name
+    imitation: str = ""  # not on PyPI: the source of our module that does what its hooks do (see above)
+
+    def says(self, version: str) -> str:
+        """What runs, for the report: the pinned tool, or that patchkit imitates the hooks."""
+        return f"patchkit's imitation; no package on PyPI at {version}" if self.imitation else pin(self, version)
+
+
+# remove-crlf as Lucas-C/pre-commit-hooks has it (entry remove_crlf, types text): each file
+# given that has a line ending in CRLF is rewritten with LF endings, named, and the hook fails.
+_REMOVE_CRLF = '''"""patchkit's imitation of Lucas-C/pre-commit-hooks' remove-crlf (not on PyPI)."""
+import argparse
+import sys
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser()
+    parser.add_argument("filenames", nargs="*")
+    parser.add_argument("--ignore_files", default="")
+    args = parser.parse_args(argv)
+    ignored = {f for f in args.ignore_files.split(",") if f}
+    changed = []
+    for name in args.filenames:
+        if name in ignored:
+            continue
+        with open(name, "rb") as fh:
+            data = fh.read()
+        if b"\\r\\n" in data:
+            with open(name, "wb") as fh:
+                fh.write(data.replace(b"\\r\\n", b"\\n"))
+            changed.append(name)
+            print(f"Removing CRLF end-lines in: {name}")
+    return 1 if changed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+'''
 
 
 MIRRORS: dict[str, Mirror] = {
@@ -96,6 +140,9 @@ MIRRORS: dict[str, Mirror] = {
     "github.com/executablebooks/mdformat": Mirror("mdformat", (
         {"id": "mdformat", "description": "CommonMark compliant Markdown formatter", "entry": "mdformat",
          "language_version": "python3", "types": ["markdown"], "minimum_pre_commit_version": "1.0.0"},)),
+    "github.com/lucas-c/pre-commit-hooks": Mirror("patchkit-remove-crlf", (
+        {"id": "remove-crlf", "name": "CRLF end-lines remover", "entry": "remove_crlf", "types": ["text"]},),
+        imitation=_REMOVE_CRLF),
     "github.com/pre-commit/mirrors-mypy": Mirror("mypy", (
         {"id": "mypy", "entry": "mypy", "types_or": ["python", "pyi"],
          "args": ["--ignore-missing-imports", "--scripts-are-modules"], "require_serial": True,
@@ -124,7 +171,8 @@ def pin(mirror: Mirror, version: str) -> str:
 
 def fingerprint(urls) -> str:
     """Changes when the content of these repositories' mirrors changes."""
-    data = json.dumps({key(u): [MIRRORS[key(u)].package, MIRRORS[key(u)].hooks] for u in urls}, sort_keys=True)
+    data = json.dumps({key(u): [MIRRORS[key(u)].package, MIRRORS[key(u)].hooks, MIRRORS[key(u)].imitation]
+                       for u in urls}, sort_keys=True)
     return hashlib.sha256(data.encode()).hexdigest()[:12]
 
 
@@ -151,10 +199,19 @@ def ensure(cache: Path, url: str, rev: str, requirement: str) -> Path:
     try:
         hooks = [{"name": h["id"], "language": "python", **h} for h in mirror.hooks]
         (tmp / ".pre-commit-hooks.yaml").write_text(yaml.safe_dump(hooks, sort_keys=False))
-        (tmp / "setup.py").write_text(
-            "from setuptools import setup\n\n"
-            f"setup(name={('patchkit-mirror-' + mirror.package)!r}, version='0', py_modules=[],\n"
-            f"      install_requires=[{requirement!r}])\n")
+        if mirror.imitation:  # our module, its hooks' entries as console scripts; nothing from an index
+            module = mirror.package.replace("-", "_")
+            (tmp / f"{module}.py").write_text(mirror.imitation)
+            scripts = [f"{h['entry']} = {module}:main" for h in mirror.hooks]
+            (tmp / "setup.py").write_text(
+                "from setuptools import setup\n\n"
+                f"setup(name={mirror.package!r}, version='0', py_modules=[{module!r}],\n"
+                f"      entry_points={{'console_scripts': {scripts!r}}})\n")
+        else:
+            (tmp / "setup.py").write_text(
+                "from setuptools import setup\n\n"
+                f"setup(name={('patchkit-mirror-' + mirror.package)!r}, version='0', py_modules=[],\n"
+                f"      install_requires=[{requirement!r}])\n")
         repo = init(tmp)
         repo.add_all_and_commit(f"mirror of {url} at {rev}: {requirement} from PyPI",
                                 Identity("patchkit", "patchkit@invalid"), "2026-01-01T00:00:00+00:00")
