@@ -227,5 +227,27 @@ def test_delta_in_an_image_without_python_is_invalid_and_says_why(bases, miniatu
     out = capsys.readouterr().out
     assert code == 1
     for name, image in (("unpatched", good), ("patched", cbuild.image_name(patchset.load(ROOT, "rc25"), good))):
-        assert (f"INVALID: {name}: pytest wrote no outcomes (exit 1): in {image}: process failed to start with error: "
-                'exec: "python3": executable file not found in $PATH\n') in out
+        assert (f"INVALID: {name}: pytest wrote no outcomes (exit 127): in {image}: python3: not found on the image's "
+                "PATH (/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin)\n") in out
+
+
+@pytest.mark.slow  # make test-slow (.ci/run): the case above is its end-to-end form
+def test_why_a_command_cannot_start_survives_buildah_losing_its_output(bases, monkeypatch):
+    """buildah's chroot runner exits without waiting for its stdio relay: under load, what the
+    failed exec said ('executable file not found') was lost, and the delta's reason was empty (it
+    failed 2 runs of 4). The reason is now found in the image's files, before the run."""
+    from patchkit import proc
+    from patchkit.container.builders import Buildah
+    good, _ = bases
+    real = proc.run
+
+    def lossy(cmd, *a, **kw):  # buildah run, as it ends when its relay lost the race
+        if cmd[:2] == ["buildah", "run"]:
+            return proc.Result(cmd, 1, "", "")
+        return real(cmd, *a, **kw)
+    monkeypatch.setattr(proc, "run", lossy)
+    res = Buildah().run(good, ["python3", "-m", "pytest"], mounts=[], workdir="/", env={})
+    assert (res.returncode, res.stderr) == (127, "python3: not found on the image's PATH "
+                                                 "(/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin)")
+    res = Buildah().run(good, ["sh", "-c", "exit 3"], mounts=[], workdir="/", env={})  # busybox's sh is there
+    assert res.returncode == 1 and res.stderr == ""  # ran (and lost its words): not said to be missing

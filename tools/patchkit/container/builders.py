@@ -9,6 +9,7 @@ reached, 5 when the builder itself does not work, 3 when a build step fails.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from dataclasses import dataclass, field
@@ -194,6 +195,9 @@ class Buildah(_Cli):
         except CommandError as exc:
             raise NotFound(f"cannot start {image} with buildah: {reason(exc)}") from exc
         try:
+            missing = self._not_found(ctr, image, argv[0])
+            if missing:
+                return proc.Result(("buildah", "run", ctr, "--", *argv), 127, "", missing)
             res = proc.run(["buildah", "run", "--isolation", "chroot", *(a for m in mounts for a in ("-v", m.spec())),
                             "--workingdir", workdir, *(a for k, v in env.items() for a in ("--env", f"{k}={v}")),
                             ctr, "--", *argv], check=False)
@@ -203,6 +207,58 @@ class Buildah(_Cli):
             return proc.Result(res.cmd, res.returncode, res.stdout, "\n".join(ln for ln in said if ln))
         finally:
             self._run("rm", ctr, check=False)
+
+
+    def _not_found(self, ctr: str, image: str, command: str) -> str:
+        """Why the command cannot start in the container: it is on no directory of the image's
+        PATH (looked up in its files, symlinks followed inside them); '' when it is there, or when
+        the files cannot be read. Asked before the run, because buildah's chroot runner can exit
+        before it relays what the failed exec said (its stdio relay races its exit: under load
+        the reason was lost, and the delta said no more than 'exit 1')."""
+        found = self.inspect(image)
+        path = (found.env.get("PATH") if found else None) or DEFAULT_PATH
+        mounted = self._run("mount", ctr, check=False)
+        if mounted.returncode != 0:
+            return ""
+        try:
+            root = Path(mounted.stdout.strip())
+            dirs = [""] if "/" in command else [d for d in path.split(":") if d.startswith("/")]
+            if any(_executable_in(root, f"{d}/{command}" if d else command) for d in dirs):
+                return ""
+        finally:
+            self._run("umount", ctr, check=False)
+        return (f"{command}: not found in the image" if "/" in command
+                else f"{command}: not found on the image's PATH ({path})")
+
+
+# What buildah runs a process with when the image's config sets no PATH.
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def _executable_in(root: Path, path: str, hops: int = 40) -> bool:
+    """Whether path names an executable file in the file tree at root, its symlinks resolved
+    inside that tree (an absolute link target is the image's path, not this machine's)."""
+    parts = [p for p in path.split("/") if p not in ("", ".")]
+    at: list[str] = []
+    while parts:
+        name = parts.pop(0)
+        if name == "..":
+            at = at[:-1]
+            continue
+        here = root.joinpath(*at, name)
+        if here.is_symlink():
+            if hops <= 0:
+                return False
+            hops -= 1
+            target = os.readlink(here)
+            parts = [p for p in target.split("/") if p not in ("", ".")] + parts
+            at = [] if target.startswith("/") else at
+            continue
+        if not here.exists():
+            return False
+        at.append(name)
+    final = root.joinpath(*at)
+    return final.is_file() and os.access(final, os.X_OK)
 
 
 BUILDERS: dict[str, Builder] = {"docker": DockerLike("docker"), "podman": DockerLike("podman"), "buildah": Buildah()}
