@@ -18,9 +18,11 @@ from patchkit.container.bases import make_base
 from patchkit.git import Repo
 from cstore import in_store, needs_tools
 from helpers import ROOT, sh
+from stacks import copy_project, stacked
 
 SITE = "usr/local/lib/python3.12/dist-packages"  # as the sets declare, without the leading /
 UTIL = "tensorrt_llm/_torch/pyexecutor/_util.py"
+SCHEDULER = "tensorrt_llm/_torch/pyexecutor/scheduler.py"
 pytestmark = needs_tools
 
 
@@ -72,6 +74,31 @@ def test_patched_image_has_the_fix_and_nothing_else_changed(bases, miniature_tem
     assert labels["io.patchkit.patchset.sha256"] == ps.content_hash
     assert labels["io.patchkit.version"]
     assert res.image == f"localhost/patchkit/test-release:1.3.0rc25-{ps.content_hash[:12]}"
+
+
+def test_a_stacks_image_carries_every_fix_and_its_labels_list_them(bases, miniature_template, tmp_path):
+    """rc25 with upstream's #19450 beneath our fix (#26): the image has both fixes' package files
+    (scheduler.py from the backport, _util.py from ours), and its labels say which fixes it carries."""
+    good, _ = bases
+    root = copy_project(tmp_path)
+    stacked(root, "rc25", miniature_template, tmp_path)
+    ps = patchset.load(root, "rc25")
+    res = cbuild.build(root, ps, Repo(miniature_template), context_dir=tmp_path / "ctx", base=good,
+                       builder_name="buildah")
+    rootfs, labels = unpack(res.image, tmp_path)
+    expected = tmp_path / "expected"
+    for path in (UTIL, SCHEDULER):
+        (expected / path).parent.mkdir(parents=True, exist_ok=True)
+        (expected / path).write_text(sh("git", "-C", miniature_template, "show", f"v1.3.0rc25:{path}").stdout)
+    sh("git", "-C", expected, "apply", *(str(p.file) for p in ps.patches if not p.tests_only))
+    for path in (UTIL, SCHEDULER):
+        assert (rootfs / SITE / path).read_text() == (expected / path).read_text(), path
+    assert "if unique is None" in (rootfs / SITE / SCHEDULER).read_text()
+    assert not list(rootfs.rglob("test_cross_prefix_reuse.py"))
+    assert json.loads(labels["io.patchkit.fixes"]) == [
+        {"id": "19450", "kind": "backport", "origin": "https://github.com/NVIDIA/TensorRT-LLM/pull/19450"},
+        {"id": "19514", "kind": "ours", "origin": "https://github.com/NVIDIA/TensorRT-LLM/issues/19514"}]
+    assert labels["io.patchkit.patchset.sha256"] == ps.content_hash
 
 
 @pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind

@@ -4,12 +4,33 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import series
+from . import provenance, series, stack
 from .delta import upstreamfix
-from .errors import Hint, NotFound
+from .errors import BadInput, Hint, NotFound
 from .git import Repo, fetch_command
 from .model import PatchSet
 from .upstream import base_of
+
+
+@dataclass
+class FixCheck:
+    """One fix of a target's stack as check reports it: which patches are its, and which of its
+    files an image cannot carry by laying them over the installed package (a wheel build)."""
+
+    id: str
+    kind: str
+    origin: str
+    patches: list[str]
+    wheel: dict[str, list[str]] = field(default_factory=dict)  # patch -> the files a wheel is built from
+
+    @property
+    def needs_wheel_build(self) -> bool:
+        return bool(self.wheel)
+
+
+def fix_checks(ps: PatchSet) -> list[FixCheck]:
+    return [FixCheck(f.id, f.kind, f.origin, [p.name for p in f.patches],
+                     {p.name: files for p, files in stack.wheel_files(ps, f)}) for f in ps.fixes]
 
 
 @dataclass
@@ -20,6 +41,7 @@ class TargetCheck:
     outcomes: list[series.Outcome] = field(default_factory=list)
     note: str = ""
     upstream_fix: upstreamfix.UpstreamFix | None = None  # measured when a fix patch does not apply cleanly
+    fixes: list[FixCheck] = field(default_factory=list)  # the stack, in order
     verdict: str = field(init=False)  # fields, not properties, so that --json carries them too
     conflicts: bool = field(init=False)
 
@@ -59,14 +81,19 @@ class Checks(list):
 
 
 def check(sets: list[PatchSet], *, src: Path) -> Checks:
-    """Probe each set against its ref in the checkout at src: clean / 3-way / conflict / upstream."""
+    """Probe each set against its ref in the checkout at src: clean / 3-way / conflict / upstream.
+    A patch without its provenance (an Origin and a status trailer) is refused before any probe."""
+    lacking = [m for ps in sets for m in provenance.missing(ps)]
+    if lacking:
+        more = f" (and {len(lacking) - 1} more: {', '.join(m.patch.name for m in lacking[1:])})" if lacking[1:] else ""
+        raise BadInput(lacking[0].one_line() + more)
     repo = Repo.open(src)
     results: list[TargetCheck] = []
     for ps in sets:
         try:
             _ref, base = base_of(repo, ps)
         except NotFound as exc:
-            results.append(TargetCheck(ps.target, ps.upstream.ref, None, note=exc.message))
+            results.append(TargetCheck(ps.target, ps.upstream.ref, None, note=exc.message, fixes=fix_checks(ps)))
             continue
         # Probe plainly first, so each conflict is named; then see whether 3-way rescues it.
         plain = series.apply_series(repo, base, ps.patches, stop_on_conflict=False, announce=f"{ps.target}: checking")
@@ -79,7 +106,7 @@ def check(sets: list[PatchSet], *, src: Path) -> Checks:
                         if p.status == series.CONFLICT and m.status == series.THREEWAY else p
                         for p, m in zip(plain.outcomes, merged.outcomes)]
         fix = upstreamfix.probe(ps, repo, base, outcomes) if upstreamfix.needs_probe(outcomes) else None
-        results.append(TargetCheck(ps.target, ps.upstream.ref, base, outcomes, upstream_fix=fix))
+        results.append(TargetCheck(ps.target, ps.upstream.ref, base, outcomes, upstream_fix=fix, fixes=fix_checks(ps)))
     if results and all(r.base is None for r in results):
         # A CI gate must not pass on an empty or wrong repository (#24 item 7).
         fetch = " && ".join(dict.fromkeys(fetch_command(repo, ps.upstream.ref, ps.upstream.url) for ps in sets))

@@ -2,16 +2,17 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 import jinja2
 
-from .. import __version__, atomic, progress, scratch, series
+from .. import __version__, atomic, progress, scratch, series, stack
 from ..errors import CommandError, Conflict, Hint, NotFound, ToolMissing
 from ..git import Repo
 from ..model import PatchSet
-from ..upstream import base_of
+from ..upstream import base_of, refuse_symlinked_paths
 from .builders import Builder, Image, build_reason, pick, reason
 
 TEMPLATE = Path("overlay/Containerfile.j2")
@@ -44,8 +45,28 @@ def image_name(ps: PatchSet, base: str) -> str:
 
 
 def package_patches(ps: PatchSet):
-    """The patches that change the installed package (tests-only patches never go in)."""
+    """The patches of every fix of the stack that change the installed package (tests-only
+    patches never go in; of a mixed patch, only its package files are laid over)."""
     return [p for p in ps.patches if not p.tests_only and any(_in_package(ps, x) for x in p.paths)]
+
+
+def refuse_wheel_changes(ps: PatchSet) -> None:
+    """Conflict (exit 3) when a fix changes what the wheel is built from (cpp/, CMake, setup.py,
+    requirements): laying files over the installed package would drop that change in silence."""
+    for fix in ps.fixes:
+        found = stack.wheel_files(ps, fix)
+        if found:
+            said = "; ".join(f"{p.name} changes {', '.join(files)}" for p, files in found)
+            raise Conflict(f"{ps.target}: fix {fix.id} ({fix.kind}) needs a wheel build: {said}; an image made by "
+                           f"laying the package's files over {ps.container.base} cannot carry that (a wheel built "
+                           "from the patched tree would); nothing built")
+
+
+def fix_labels(ps: PatchSet) -> str:
+    """The fixes the image carries, in stack order, as one JSON label (id, kind, origin),
+    escaped for a double-quoted Containerfile word (no quote ends it, no $ expands in it)."""
+    text = json.dumps([{"id": f.id, "kind": f.kind, "origin": f.origin} for f in ps.fixes], separators=(",", ":"))
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
 
 
 def _in_package(ps: PatchSet, path: str) -> bool:
@@ -54,7 +75,9 @@ def _in_package(ps: PatchSet, path: str) -> bool:
 
 def render_context(root: Path, ps: PatchSet, repo: Repo, dest: Path, base: str, base_digest: str) -> ContainerResult:
     """Apply the package patches (the one series path), and write the patched files and the Containerfile."""
+    refuse_wheel_changes(ps)
     ref, commit = base_of(repo, ps)
+    refuse_symlinked_paths(repo, commit, ps)  # a symlink never reaches the image
     patches = package_patches(ps)
     res = series.apply_series(repo, commit, patches, committer_date=series.THROWAWAY_DATE)
     res.raise_on_conflict(f" to {ref}")
@@ -73,7 +96,8 @@ def render_context(root: Path, ps: PatchSet, repo: Repo, dest: Path, base: str, 
         image = image_name(ps, base)
         ctx = {"image": image, "base": base, "base_digest": base_digest, "target": ps.target, "ref": ref,
                "commit": commit, "package": ps.container.package, "site_packages": ps.container.site_packages,
-               "files": files, "patchset_hash": ps.content_hash, "version": __version__}
+               "files": files, "patchset_hash": ps.content_hash, "version": __version__,
+               "fixes": fix_labels(ps)}
         env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
         (fresh / "Containerfile").write_text(env.from_string((root / TEMPLATE).read_text()).render(**ctx))
     return ContainerResult(ps.target, base, image, str(dest), files)  # labels: the template's, read back once built
@@ -82,6 +106,7 @@ def render_context(root: Path, ps: PatchSet, repo: Repo, dest: Path, base: str, 
 def build(root: Path, ps: PatchSet, repo: Repo, *, context_dir: Path, base: str | None = None,
           builder_name: str | None = None) -> ContainerResult:
     """Render the context; build it with the chosen (or first working) builder; tag on success."""
+    refuse_wheel_changes(ps)  # before a base is pulled or anything is rendered
     base = base or ps.container.base
     try:
         builder: Builder | None = pick(builder_name)

@@ -1,0 +1,153 @@
+"""A stacked copy of the project (#26): a target's own fix with pull requests of the miniature
+carried beneath it as backports. The backports' patch files are made here, as a fixture, with
+git format-patch from the miniature's refs/pull/<n>/head and DEP-3 trailers added by git
+interpret-trailers (make backport is the command that does this for users)."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from helpers import ROOT, sh
+
+PULL = "https://github.com/NVIDIA/TensorRT-LLM/pull/{}"
+BUG_18609 = "https://github.com/NVIDIA/TensorRT-LLM/issues/18609"
+LAST_UPDATE = "2026-12-01"
+# What each miniature pull request is, as a fix of a stack: its title, and its test files.
+PULLS = {
+    "19450": ("Do not require encoder tokens for cross prefix reuse",
+              ["tests/unittest/_torch/executor/test_cross_prefix_reuse.py"]),
+    "19302": ("Guard Whisper cross-KV reuse without encoder tokens",
+              ["tests/unittest/_torch/executor/test_reuse_policy.py"]),
+}
+TARGET_FIELDS = ("upstream", "branch", "container", "extra_paths")
+_INDEX = re.compile(r"^index [0-9a-f]+\.\.[0-9a-f]+( \d+)?\n", re.M)
+
+
+def copy_project(tmp_path: Path) -> Path:
+    """patches/, waivers/ and overlay/ in a folder of the test's own (commands run with --root)."""
+    root = tmp_path / "project"
+    for d in ("patches", "waivers", "overlay"):
+        shutil.copytree(ROOT / d, root / d)
+    return root
+
+
+def backport_files(miniature: Path, number: str, dest: Path, start: int, work: Path) -> list[str]:
+    """The pull request's own commits (from its merge base with main) as format-patch files in
+    dest, numbered from start, each message ending with the DEP-3 trailers of a backport."""
+    git = work / f"pull-{number}.git"
+    sh("git", "init", "-q", "--bare", git)
+    sh("git", "-C", git, "fetch", "-q", miniature.as_uri(), f"refs/pull/{number}/head:refs/pull", "main:refs/main")
+    base = sh("git", "-C", git, "merge-base", "refs/pull", "refs/main").stdout.strip()
+    parent = base
+    fields = [("Origin", f"backport, {PULL.format(number)}"), ("Bug", BUG_18609), ("Forwarded", "not-needed"),
+              ("Last-Update", LAST_UPDATE)]
+    for c in sh("git", "-C", git, "rev-list", "--reverse", f"{base}..refs/pull").stdout.split():
+        message = sh("git", "-C", git, "log", "-1", "--format=%B", c).stdout
+        message = sh("git", "-c", "trailer.separators=:", "interpret-trailers",
+                     *(a for k, v in fields for a in ("--trailer", f"{k}: {v}")), input=message).stdout
+        name, email, date, tree = sh("git", "-C", git, "log", "-1", "--format=%an%x00%ae%x00%aD%x00%T",
+                                     c).stdout.rstrip("\n").split("\0")
+        env = dict(os.environ, GIT_AUTHOR_NAME=name, GIT_AUTHOR_EMAIL=email, GIT_AUTHOR_DATE=date)
+        parent = subprocess.run(["git", "-C", str(git), "commit-tree", tree, "-p", parent], input=message, env=env,
+                                text=True, capture_output=True, check=True).stdout.strip()
+    out = sh("git", "-C", git, "format-patch", "--zero-commit", "--no-signature", "--no-stat",
+             f"--start-number={start}", "-o", dest, f"{base}..{parent}").stdout.split()
+    names = []
+    for path in map(Path, out):
+        path.write_text(_INDEX.sub("", path.read_text()))
+        names.append(path.name)
+    return names
+
+
+def entry(number: str, files: list[str]) -> str:
+    """The backport's entry in the stack form of patchset.yaml."""
+    title, tests = PULLS[number]
+    return (f'  - id: "{number}"\n    kind: backport\n    title: "{title}"\n    bug: {BUG_18609}\n'
+            f"    origin: {PULL.format(number)}\n    series:\n" + "".join(f"      - file: {f}\n" for f in files)
+            + "    tests:\n      regression:\n" + "".join(f"        - {t}\n" for t in tests))
+
+
+def stacked(root: Path, target: str, miniature: Path, work: Path, pulls=("19450",), ours_id: str = "19514",
+            after: str = "") -> Path:
+    """patches/<target>/patchset.yaml in the stack form: the pulls as backports, then our fix
+    (then `after`, entries of further fixes). Returns the patch set's folder."""
+    set_dir = root / "patches" / target
+    meta = set_dir / "patchset.yaml"
+    head, fix = [], []
+    for block in _top_level_blocks(meta.read_text()):
+        (head if block.split(":", 1)[0] in TARGET_FIELDS else fix).append(block)
+    backports, start = "", 1
+    for n in pulls:
+        files = backport_files(miniature, n, set_dir, start, work)
+        start += len(files)
+        backports += entry(n, files)
+    ours = "".join("    " + line if line.strip() else line for b in fix for line in b.splitlines(keepends=True))
+    meta.write_text("".join(head) + "fixes:\n" + backports + f'  - id: "{ours_id}"\n    kind: ours\n' + ours + after)
+    return set_dir
+
+
+def _top_level_blocks(text: str) -> list[str]:
+    blocks, cur = [], ""
+    for line in text.splitlines(keepends=True):
+        if line.startswith("#"):
+            continue
+        if line[:1] not in (" ", "-", "\n") and cur:
+            blocks.append(cur)
+            cur = ""
+        cur += line
+    return blocks + [cur]
+
+
+ISSUE = "https://github.com/NVIDIA/TensorRT-LLM/issues/{}"
+
+
+def own_fix(root: Path, target: str, miniature: Path, work: Path, fix_id: str, ref: str, edits: dict[str, tuple[str, str]],
+            new: dict[str, str], start: int) -> list[str]:
+    """A fix of our own made on top of the stack as it stands in patches/<target> (git am of its
+    files on ref): a commit with each of edits' files with one text replaced, then one adding the
+    new files, each with our DEP-3 trailers, written as patches/<target>/<start>-*.patch.
+    Returns its file names."""
+    set_dir = root / "patches" / target
+    tree = work / f"own-{fix_id}"
+    sh("git", "clone", "-q", miniature.as_uri(), tree)
+    sh("git", "-C", tree, "checkout", "-q", "--detach", ref)
+    ps_files = sorted(p for p in set_dir.glob("*.patch"))
+    if ps_files:
+        sh("git", "-C", tree, "am", "-q", *ps_files)
+    url = ISSUE.format(fix_id)
+    trailers = f"Origin: vendor, {url}\nBug: {url}\nForwarded: no\nLast-Update: {LAST_UPDATE}"
+    commits = 0
+    for kind, files in (("fix", edits), ("test", new)):  # the change, then its tests: a commit each
+        if not files:
+            continue
+        for path, change in files.items():
+            (tree / path).parent.mkdir(parents=True, exist_ok=True)
+            if kind == "fix":
+                text = (tree / path).read_text()
+                assert change[0] in text, (path, change[0])
+                change = text.replace(change[0], change[1], 1)
+            (tree / path).write_text(change)
+        sh("git", "-C", tree, "add", "-A")
+        sh("git", "-C", tree, "commit", "-q", "-m", f"[#{fix_id}][{kind}] A {kind} of ours on the stack\n\n"
+           f"Why it is needed.\n\n{trailers}")
+        commits += 1
+    out = sh("git", "-C", tree, "format-patch", "--zero-commit", "--no-signature", "--no-stat",
+             f"--start-number={start}", "-o", set_dir, f"-{commits}").stdout.split()
+    names = []
+    for path in map(Path, out):
+        path.write_text(_INDEX.sub("", path.read_text()))
+        names.append(path.name)
+    return names
+
+
+def own_entry(fix_id: str, files: list[str], tests: list[str]) -> str:
+    url = ISSUE.format(fix_id)
+    return (f'  - id: "{fix_id}"\n    kind: ours\n    title: "A fix of ours on the stack"\n    bug: {url}\n'
+            "    series:\n" + "".join(f"      - file: {f}\n" for f in files)
+            + "    tests:\n      regression:\n" + "".join(f"        - {t}\n" for t in tests)
+            + ("" if tests else "        []\n")
+            + '    pr:\n      checklist:\n        - item: "documentation of the changed behaviour"\n'
+            '          answer: n/a\n          why: "a change of the test stack that no documentation describes"\n')
