@@ -64,6 +64,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
             (TARGET, SRC, REPORT, SIGNOFF,
              arg("--fork", "FORK", "your GitHub user, whose fork the PR comes from (default: git config github.user)"),
              arg("--author", "AUTHOR", "'Name <email>', the commits' author (default: each patch's own)"),
+             arg("--fix-id", "FIXID", "the own fix of the stack the PR is for (default: the only one)"),
              arg("--out", None, "where to write title, body and patches (default: build/pr/<target>)", type=Path)),
             _pr, render.pr_result,
             'make pr TRTLLM=main SIGNOFF="Jane Developer <jane@example.com>"\n'

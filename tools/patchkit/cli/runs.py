@@ -100,19 +100,12 @@ def _locked(repo: Repo, command: str) -> contextlib.AbstractContextManager:
 
 def _pr(root, args):
     from ..git import Repo
-    from ..lint import command as lint_cmd
-    from ..pr import branch as pr_branch
+    from ..pr import command as pr_cmd
     ps = _set(root, args)
     repo = Repo.open(_src(root, ps, args))
     with _locked(repo, f"pr {ps.target}"):
-        # The series' files through upstream's own pre-commit hooks first: "coding guidelines"
-        # is ticked from this run, for this series at this commit, or not at all.
-        # Its report goes with the PR's title and body (<out>/lint.json), not over make lint's own.
-        linted = lint_cmd.judged(ps, repo=repo, report=None, cache=lint_cmd.default_cache(root))
-        return pr_branch.pr(ps, repo=repo,
-                            report=(args.report or root / "build" / "delta" / f"{ps.target}.json").resolve(),
-                            out_dir=(args.out or root / "build" / "pr" / ps.target).resolve(), signoff=args.signoff,
-                            lint=lint_cmd.as_dict(linted), fork=args.fork, author=args.author)
+        return pr_cmd.run(root, ps, repo, fix_id=args.fix_id, report=args.report, out=args.out, signoff=args.signoff,
+                          fork=args.fork, author=args.author)
 
 
 def _dco(root, args):

@@ -15,7 +15,7 @@ from pathlib import PurePosixPath
 
 from .. import scratch, series
 from ..git import Repo, Sha
-from ..model import PatchSet
+from ..model import Patch, PatchSet
 from . import compare, trees
 from .run import Job, Runner, SourceRunner, TreeRun
 
@@ -112,12 +112,14 @@ def probe(ps: PatchSet, repo: Repo, base: Sha, outcomes: Sequence[series.Outcome
 
 
 def measure(ps: PatchSet, repo: Repo, base: Sha, outcomes: Sequence[series.Outcome],
-            runner: Runner | None = None) -> tuple[UpstreamFix, TreeRun] | None:
-    """probe(), also returning the unpatched tree's run (for the delta report)."""
+            runner: Runner | None = None, patches: Sequence[Patch] | None = None) -> tuple[UpstreamFix, TreeRun] | None:
+    """probe(), also returning the unpatched tree's run (for the delta report). patches: the
+    tree's patches instead of the test-only ones (make pr: does a fix reach what it declares
+    without the backports beneath it?); `fixed` then says the tree gives the declared result."""
     tests = list(ps.tests.regression)
     if not tests:
         return None
-    test_patches = [p for p in ps.patches if p.tests_only]
+    test_patches = [p for p in ps.patches if p.tests_only] if patches is None else list(patches)
     res = series.apply_series(repo, base, test_patches, committer_date=series.THROWAWAY_DATE, stop_on_conflict=False)
     statuses = {o.patch.name: o.status for o in outcomes}
     statuses.update({o.patch.name: o.status for o in res.outcomes})  # the test-only ones, as the probe's tree has them

@@ -18,6 +18,7 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -111,13 +112,15 @@ def wheelhouse() -> Path:
 
 
 def lint(ps: PatchSet, *, repo: Repo, report: Path | None, cache: Path, fix: bool = False,
-         house: Path | None = None) -> LintResult:
+         house: Path | None = None, merge_bases: Sequence[str] = ()) -> LintResult:
     """Run upstream's hooks on the series' files at the target's ref; write the JSON report
-    (report None: the caller keeps it, as make pr does in the PR's folder)."""
+    (report None: the caller keeps it, as make pr does in the PR's folder). merge_bases: a
+    series that applies only 3-way from them (make pr: a fix made on a backport beneath it)."""
     house = house or wheelhouse()
     ref, base = base_of(repo, ps)
     with progress.step(f"applying the {ps.target} series on {ref} for the lint"):
-        res = series.apply_series(repo, base, ps.patches, committer_date=series.THROWAWAY_DATE)
+        res = series.apply_series(repo, base, ps.patches, committer_date=series.THROWAWAY_DATE,
+                                  threeway=bool(merge_bases), merge_bases=merge_bases, search_history=False)
     res.raise_on_conflict(f" to {base[:12]}")
     tip = res.tip
     files = [p for p in ps.touched_paths if repo.show_file(tip, p) is not None]

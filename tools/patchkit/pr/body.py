@@ -11,7 +11,7 @@ from pathlib import Path
 import jinja2
 
 from ..delta.compare import file_of, outcome_counts
-from .. import schema as S
+from .. import provenance, schema as S
 from ..errors import Conflict, Hint, NotFound
 from ..git import Repo, short_ref
 from ..model import PatchSet
@@ -51,12 +51,19 @@ REPORT_SCHEMA = S.record({
 }, unknown=True)
 
 
-def load_report(path: Path, ps: PatchSet, upstream_commit: str) -> dict:
-    """The delta report for this target and commit, or an error whose hint is to run delta."""
+def load_report(path: Path, ps: PatchSet, upstream_commit: str, fix_id: str | None = None) -> dict:
+    """The delta report for this target and commit, or an error whose hint is to run delta.
+
+    The one reader of the report's shape: a report of schema 2 (a section per fix of the
+    stack) gives the fix's section with the report's top-level fields, as schema 1's one
+    section reads; everything else here reads that."""
     again = Hint.run("delta")
     if not path.is_file():
         raise NotFound(f"no delta report at {path}", hint=again)
-    report = S.validate(S.load_json(path), REPORT_SCHEMA, str(path))
+    raw = S.load_json(path)
+    if isinstance(raw, dict) and raw.get("schema") == 2:
+        raw = _section(raw, fix_id or ps.primary.id, path, again)
+    report = S.validate(raw, REPORT_SCHEMA, str(path))
     if report.get("target") != ps.target:
         raise Conflict(f"{path} is the delta of {report.get('target')!r}, not {ps.target!r}", hint=again)
     if report.get("upstream_commit") != upstream_commit:
@@ -67,13 +74,27 @@ def load_report(path: Path, ps: PatchSet, upstream_commit: str) -> dict:
     return report
 
 
+def _section(report: dict, fix_id: str, path: Path, again: Hint) -> dict:
+    """A schema-2 report's section for the fix, with the report's own fields around it."""
+    sections = report.get("fixes") if isinstance(report.get("fixes"), list) else []
+    found = next((f for f in sections if isinstance(f, dict) and str(f.get("id")) == fix_id), None)
+    if found is None:
+        raise Conflict(f"{path} has no section for fix {fix_id}", hint=again)
+    merged = {**{k: v for k, v in report.items() if k not in ("fixes", "schema")}, **found}
+    if "matches_expected" not in merged and "ok" in found:
+        merged["matches_expected"] = found["ok"]
+    return merged
+
+
 def _paragraphs(body: str) -> list[str]:
     paras = [p.strip() for p in body.strip().split("\n\n") if p.strip()]
     return [" ".join(p.split()) for p in paras if not _TRAILER.match(p)]
 
 
-def context(ps: PatchSet, report: dict, files: list[str], waiver: str | None, lint: dict | None = None) -> dict:
-    """Everything our two sections (Description, Test Coverage) say, from measured data."""
+def context(ps: PatchSet, report: dict, files: list[str], waiver: str | None, lint: dict | None = None,
+            depends: str = "") -> dict:
+    """Everything our two sections (Description, Test Coverage) say, from measured data.
+    depends: 'Depends on #<n>: why.' when the fix needs a backport beneath it (depends.py)."""
     fixes = [p for p in ps.patches if not p.tests_only]
     added = {fc.path for p in ps.patches for fc in p.files if fc.added}
     regression = []
@@ -94,7 +115,9 @@ def context(ps: PatchSet, report: dict, files: list[str], waiver: str | None, li
     unpatched_tree = ("upstream plus the new tests" if any(p.tests_only for p in ps.patches) else "upstream as it is")
     return {
         "summary": ". ".join(p.subject.split("] ", 2)[-1] for p in fixes) + ".",
-        "why": [para for p in fixes for para in _paragraphs(p.body)],
+        # The overlay's DEP-3 trailers describe where a patch comes from, not the change.
+        "why": [para for p in fixes for para in _paragraphs(provenance.without(p.message).partition("\n\n")[2])],
+        "depends": depends,
         # How this form of the fix differs from the one verified, and why (#25): the set's own words.
         "differs": ps.variant.differs if ps.variant else "",
         "ticket": ticket(ps), "files": files, "regression": regression, "neighbours": neighbours,

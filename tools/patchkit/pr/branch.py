@@ -8,13 +8,13 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import atomic, identity, schema as S, series, state
+from .. import atomic, identity, provenance, schema as S, series, stack, state
 from ..errors import Conflict, ExitCode, Hint, UserError
 from ..git import Identity, Repo, Sha
-from ..model import PatchSet
+from ..model import Fix, PatchSet
 from ..upstream import base_of
 from ..waives import edit as waiver_edit
-from . import body as body_mod, checklist, checks, dco, template as template_mod
+from . import body as body_mod, checklist, checks, dco, depends as depends_mod, template as template_mod
 from .title import title as make_title
 
 
@@ -87,23 +87,51 @@ def _refuse_foreign_commits(repo: Repo, target: str, branch: str) -> Sha | None:
     return old
 
 
+def own_fix(ps: PatchSet, fix_id: str | None) -> Fix:
+    """The own fix a PR is made of: FIXID, else the stack's only own fix (BadInput listing them)."""
+    return stack.find(ps, fix_id, ours=True, setting="fix_id")
+
+
+def name(ps: PatchSet, fix: Fix) -> str:
+    """What the PR's branch, folder and record are called: the target, and on a stack of several
+    own fixes the fix too (pr/main-19514), so that each fix's PR has its own."""
+    return ps.target if sum(f.ours for f in ps.fixes) == 1 else f"{ps.target}-{fix.id}"
+
+
+def view(ps: PatchSet, fix: Fix) -> PatchSet:
+    """The target carrying only this fix: the PR's series (no backport, no other fix), with the
+    waiver intent for the fix's own tests."""
+    out = ps.only(fix)
+    if ps.waivers and len(ps.fixes) > 1:
+        mine = set(fix.tests.all) | {p for patch in fix.patches for p in patch.paths}
+        out = dataclasses.replace(out, waivers=dataclasses.replace(
+            ps.waivers, must_run=tuple(t for t in ps.waivers.must_run if t in mine)))
+    return out
+
+
 def pr(ps: PatchSet, *, repo: Repo, report: Path, out_dir: Path, signoff: str | None = None,
        committer_date: str | None = None, lint: dict | None = None, fork: str | None = None,
-       author: str | None = None) -> PrResult:
-    """Build pr/<target> from the target's ref with every commit signed off, and render the text.
+       author: str | None = None, fix_id: str | None = None,
+       depends: depends_mod.Depends | None = None) -> PrResult:
+    """Build pr/<target> from the target's ref with the own fix's patches (never a backport),
+    every commit signed off and without the overlay's DEP-3 trailers, and render the text.
     author ('Name <email>'): the commits' author, else each patch's own."""
+    fix = own_fix(ps, fix_id)
+    whole, ps = ps, view(ps, fix)
     ref, base = base_of(repo, ps)
-    rep = body_mod.load_report(report, ps, base)
+    rep = body_mod.load_report(report, ps, base, fix.id)
     who = dco.signoff_identity(repo, signoff)
     by = Identity(*identity.parse(author, "", setting="author")) if author else None
     pr_title = make_title(ps)
     patches = [dataclasses.replace(p, author_name=by.name, author_email=by.email) for p in ps.patches] if by \
         else ps.patches
+    needs = depends if depends is not None else depends_mod.measure(whole, fix, repo, base)
 
     res = series.apply_series(repo, base, patches, committer=who, committer_date=committer_date,
-                              message_filter=lambda m: dco.add_signoff(repo, m, who),
-                              extra=lambda tb: waiver_edit.apply_to(tb, ps, author=by))
-    res.raise_on_conflict(f" to {ref}", Hint.run("check"))
+                              message_filter=lambda m: dco.add_signoff(repo, provenance.without(m), who),
+                              extra=lambda tb: waiver_edit.apply_to(tb, ps, author=by), threeway=bool(needs.merge_bases),
+                              merge_bases=needs.merge_bases, search_history=False)
+    res.raise_on_conflict(f" to {ref}", Hint.run("check"), needs.line())
     skipped = res.named(series.UPSTREAM)
     if skipped:
         raise Conflict(f"{', '.join(skipped)} already upstream at {ref}; update the patch set before a PR")
@@ -112,7 +140,7 @@ def pr(ps: PatchSet, *, repo: Repo, report: Path, out_dir: Path, signoff: str | 
     waiver = res.extra
     waiver_text = (f"{waiver.why}; the edit is the last commit." if waiver and waiver.changed
                    else (f"{waiver.why}." if waiver else None))
-    ctx = body_mod.context(ps, rep, files, waiver_text, lint)
+    ctx = body_mod.context(ps, rep, files, waiver_text, lint, needs.line())
     body = body_mod.render(ps, ctx, body_mod.facts(ps, rep, ctx, files, repo, base, lint),
                            template_mod.at(repo, base, ps.upstream.ref))
     # Upstream's checks, before anything is written: a body its CI would reject never leaves us.
@@ -124,8 +152,9 @@ def pr(ps: PatchSet, *, repo: Repo, report: Path, out_dir: Path, signoff: str | 
         raise UserError(f"{ps.target}: the PR body would fail upstream's PR checks: {first}"
                         + (f" (and {more} more)" if more else "") + "; nothing written", ExitCode.MISMATCH,
                         hint=_mend_hint(open_items, lint))
-    branch = f"pr/{ps.target}"
-    old = _refuse_foreign_commits(repo, ps.target, branch)
+    called = name(whole, fix)
+    branch = f"pr/{called}"
+    old = _refuse_foreign_commits(repo, called, branch)
 
     text = body.text
     messages = [repo.commit_info(s).message.strip() + "\n" for s in shas]
@@ -141,10 +170,10 @@ def pr(ps: PatchSet, *, repo: Repo, report: Path, out_dir: Path, signoff: str | 
     # The branch moves last, once everything it stands for is written; the record of what
     # make pr made comes first, naming the tip before and after, so a kill in between is no
     # reason to refuse the next run.
-    state.write(repo, f"pr-{ps.target}", {"branch": branch, "tip": res.tip, "previous": old}, shared=True)
+    state.write(repo, f"pr-{called}", {"branch": branch, "tip": res.tip, "previous": old}, shared=True)
     if old != res.tip:
-        repo.update_ref(f"refs/heads/{branch}", res.tip, old, f"patchkit pr {ps.target}")
-    notes = list(body.notes)
+        repo.update_ref(f"refs/heads/{branch}", res.tip, old, f"patchkit pr {called}")
+    notes = list(body.notes) + ([needs.note] if needs.note else [])
     opens, branch_set = [], None
     if ref.startswith("refs/tags/"):
         # A PR's base must be a branch, and upstream's CONTRIBUTING.md has PRs target main (a

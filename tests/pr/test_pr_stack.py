@@ -1,0 +1,118 @@
+"""make pr on a stack (#26 item 5): the PR is one own fix's, never a backport's; its commits drop
+the overlay's DEP-3 trailers and keep the sign-off; it names its fix on a stack of several; and it
+says "Depends on #<n>" when the fix, measured, needs a backport beneath it."""
+from __future__ import annotations
+
+import pytest
+
+from helpers import ROOT, sh
+from patchkit import patchset
+from patchkit.cli import main
+from patchkit.delta import command as delta_cmd
+from patchkit.git import Repo
+from patchkit.pr import command as pr_cmd, depends
+from stacks import TARGET_FIELDS, _top_level_blocks, copy_project, entry, backport_files, own_entry, own_fix, stacked
+
+SIGNOFF = "Jane Developer <jane.developer@example.com>"
+SCHEDULER = "tensorrt_llm/_torch/pyexecutor/scheduler.py"
+REUSE_TEST = "tests/unittest/_torch/executor/test_cross_prefix_reuse.py"
+
+
+def _pr(root, target, checkout, tmp_path, **kw):
+    report = tmp_path / "delta.json"
+    ps = patchset.load(root, target)
+    assert delta_cmd.delta(ps, repo=Repo(checkout), mode="source", report=report).ok
+    return pr_cmd.run(root, ps, Repo(checkout), report=report, out=tmp_path / "pr", signoff=SIGNOFF, **kw)
+
+
+def _messages(checkout, rng):
+    return sh("git", "-C", checkout, "log", "--reverse", "--format=%B%x00", rng).stdout.split("\0\n")[:-1]
+
+
+def test_the_pr_carries_our_fix_alone_without_its_dep3_trailers(miniature_template, checkout, tmp_path):
+    """rc25 carries upstream's #19450 beneath our fix: the PR branch is our fix's commits (and the
+    waiver commit) on the tag, signed off, as they read without a stack."""
+    root = copy_project(tmp_path)
+    stacked(root, "rc25", miniature_template, tmp_path)
+    res = _pr(root, "rc25", checkout, tmp_path)
+    ours = patchset.load(root, "rc25").fix("19514")
+    messages = _messages(checkout, f"v1.3.0rc25..{res.branch}")
+    assert [m.split("\n", 1)[0] for m in messages[:-1]] == [p.subject for p in ours.patches]
+    assert "Narrow the waiver" in messages[-1]
+    assert sh("git", "-C", checkout, "diff", "--name-only", "v1.3.0rc25", res.branch).stdout.split() == [
+        "tensorrt_llm/_torch/pyexecutor/_util.py", "tests/integration/test_lists/waives.txt",
+        "tests/unittest/_torch/executor/test_cross_kv_cache_layout.py"]  # nothing of #19450
+    for m, p in zip(messages, ours.patches):
+        assert "Origin:" not in m and "Forwarded:" not in m and "Last-Update:" not in m
+        assert m.rstrip("\n").endswith(f"Fixes #19514\n\nSigned-off-by: {SIGNOFF}")
+        assert m.startswith(p.message.split("\n\nOrigin: ")[0])
+    assert "Depends on" not in res.body  # measured: our fix needs nothing of #19450
+
+
+def _two_own_fixes(root, miniature, work, target="main"):
+    """The target's own fix and a second own fix of ours after it (19514, then 99999)."""
+    set_dir = root / "patches" / target
+    n = len(list(set_dir.glob("*.patch")))
+    ref = patchset.load(root, target).upstream.ref
+    files = own_fix(root, target, miniature, work, "99999", ref, {SCHEDULER: ("max(free", "max(0 + free")}, {}, n + 1)
+    stacked(root, target, miniature, work, pulls=(), after=own_entry("99999", files, []))
+
+
+def test_on_a_stack_of_several_own_fixes_the_pr_must_name_one(miniature_template, checkout, tmp_path, capsys):
+    root = copy_project(tmp_path)
+    _two_own_fixes(root, miniature_template, tmp_path)
+    code = main(["--root", str(root), "pr", "--target", "main", "--src", str(checkout), "--signoff", SIGNOFF])
+    err = capsys.readouterr().err
+    assert code == 2 and err == ("patchkit: error: --fix-id: main carries 2 own fixes (19514 (ours), 99999 (ours)); "
+                                 "name one\n")
+    assert not sh("git", "-C", checkout, "branch", "--list", "pr/*").stdout  # nothing made
+
+
+def _only_own(root, target, miniature, work, edits, new, tests):
+    """patches/<target> as a stack of #19450's backport and one own fix 99999 made on top of it."""
+    set_dir = root / "patches" / target
+    for p in set_dir.glob("*.patch"):
+        p.unlink()
+    back = backport_files(miniature, "19450", set_dir, 1, work)
+    meta = set_dir / "patchset.yaml"
+    head = "".join(b for b in _top_level_blocks(meta.read_text()) if b.split(":", 1)[0] in TARGET_FIELDS)
+    meta.write_text(head + "fixes:\n" + entry("19450", back))
+    files = own_fix(root, target, miniature, work, "99999", "v1.3.0rc25", edits, new, len(back) + 1)
+    meta.write_text(head + "fixes:\n" + entry("19450", back) + own_entry("99999", files, tests))
+    (root / "waivers" / f"{target}.yaml").unlink()
+
+
+@pytest.mark.slow  # a delta, a lint and the measurement of two trees: make test keeps the PR without a dependency
+def test_a_fix_whose_tests_need_a_backport_says_depends_on_it(miniature_template, checkout, tmp_path):
+    """Our fix's test exercises #19450's guard: on the tag alone 1 of its 4 cases passes, with
+    #19450 beneath it all 4. The PR still carries only our fix, and says it depends on #19450."""
+    root = copy_project(tmp_path)
+    test = sh("git", "-C", miniature_template, "show", f"refs/pull/19450/head:{REUSE_TEST}").stdout
+    again = REUSE_TEST.replace("test_cross_prefix_reuse", "test_prefix_reuse_again")
+    _only_own(root, "rc25", miniature_template, tmp_path, {SCHEDULER: ("max(free", "max(0 + free")}, {again: test},
+              [again])
+    res = _pr(root, "rc25", checkout, tmp_path)
+    assert ("Depends on #19450: its tests give what it declares only with it (test_prefix_reuse_again.py 1 of 4 "
+            "passed with this change alone, source mode).") in res.body
+    changed = sh("git", "-C", checkout, "diff", "--name-only", "v1.3.0rc25", res.branch).stdout.split()
+    assert changed == [SCHEDULER, again]
+    guard = sh("git", "-C", checkout, "show", f"{res.branch}:{SCHEDULER}").stdout
+    assert "if unique is None" not in guard and "max(0 + free" in guard  # ours, without #19450's guard
+
+
+@pytest.mark.slow  # as above
+def test_a_fix_made_on_a_backports_lines_goes_on_3_way_and_says_depends_on_it(miniature_template, checkout, tmp_path):
+    """Our fix changes a line beside #19450's guard: it does not apply on the tag alone; it goes
+    onto the tag 3-way, from the stack beneath it, and the PR says it depends on #19450."""
+    root = copy_project(tmp_path)
+    doc = '"""Whole blocks of the request\'s encoder output that prefix reuse can share."""'
+    _only_own(root, "rc25", miniature_template, tmp_path, {SCHEDULER: (doc, doc.replace("share.", "share, if any."))},
+              {}, [REUSE_TEST])
+    ps = patchset.load(root, "rc25")
+    base = sh("git", "-C", checkout, "rev-parse", "v1.3.0rc25^{commit}").stdout.strip()
+    measured = depends.measure(ps, ps.fix("99999"), Repo(checkout), base)
+    assert measured.on == ("#19450",) and measured.why == "this change does not apply on v1.3.0rc25 without it"
+    res = _pr(root, "rc25", checkout, tmp_path)
+    assert "Depends on #19450: this change does not apply on v1.3.0rc25 without it." in res.body
+    after = sh("git", "-C", checkout, "show", f"{res.branch}:{SCHEDULER}").stdout
+    assert "share, if any." in after and "if unique is None" not in after
