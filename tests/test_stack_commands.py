@@ -69,6 +69,7 @@ def _apply(root, target, src):
     return apply_mod.apply(patchset.load(root, target), src=src)
 
 
+@pytest.mark.slow  # two applies and exports: make test keeps test_export_and_dco's round trip (trailers and all)
 def test_export_round_trips_a_stack_byte_for_byte_with_its_fixes_series(miniature_template, upstream, tmp_path):
     """Exporting a stack numbers its patches over the whole stack and keeps each fix's series:
     the files and patchset.yaml come back byte-identical from a branch made from them."""
@@ -91,7 +92,7 @@ def test_export_round_trips_a_stack_byte_for_byte_with_its_fixes_series(miniatur
     assert res.up_to_date and {p.name: p.read_bytes() for p in (root / "patches" / "rc25").iterdir()} == files
 
 
-@pytest.mark.slow  # make test keeps the round trip; this is export's other mapping
+@pytest.mark.slow  # make test-slow (.ci/run): export's other mapping
 def test_where_counts_changed_each_commit_goes_to_the_fix_its_origin_names(miniature_template, upstream, tmp_path):
     root = copy_project(tmp_path)
     stacked(root, "rc25", miniature_template, tmp_path)

@@ -76,6 +76,7 @@ def test_patched_image_has_the_fix_and_nothing_else_changed(bases, miniature_tem
     assert res.image == f"localhost/patchkit/test-release:1.3.0rc25-{ps.content_hash[:12]}"
 
 
+@pytest.mark.slow  # a second image build: make test keeps test_patched_image_has_the_fix_and_nothing_else_changed
 def test_a_stacks_image_carries_every_fix_and_its_labels_list_them(bases, miniature_template, tmp_path):
     """rc25 with upstream's #19450 beneath our fix (#26): the image has both fixes' package files
     (scheduler.py from the backport, _util.py from ours), and its labels say which fixes it carries."""

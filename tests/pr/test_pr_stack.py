@@ -29,6 +29,7 @@ def _messages(checkout, rng):
     return sh("git", "-C", checkout, "log", "--reverse", "--format=%B%x00", rng).stdout.split("\0\n")[:-1]
 
 
+@pytest.mark.slow  # a delta, a lint and a PR: make test keeps test_pr's golden PR (its commits without the trailers)
 def test_the_pr_carries_our_fix_alone_without_its_dep3_trailers(miniature_template, checkout, tmp_path):
     """rc25 carries upstream's #19450 beneath our fix: the PR branch is our fix's commits (and the
     waiver commit) on the tag, signed off, as they read without a stack."""
@@ -82,7 +83,7 @@ def _only_own(root, target, miniature, work, edits, new, tests):
     (root / "waivers" / f"{target}.yaml").unlink()
 
 
-@pytest.mark.slow  # a delta, a lint and the measurement of two trees: make test keeps the PR without a dependency
+@pytest.mark.slow  # a delta, a lint and the measurement of two trees: make test-slow (.ci/run)
 def test_a_fix_whose_tests_need_a_backport_says_depends_on_it(miniature_template, checkout, tmp_path):
     """Our fix's test exercises #19450's guard: on the tag alone 1 of its 4 cases passes, with
     #19450 beneath it all 4. The PR still carries only our fix, and says it depends on #19450."""
