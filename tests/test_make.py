@@ -1,7 +1,9 @@
 """End to end through make, the way a user runs it (the venv step is skipped: SETUP=)."""
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 import sys
 
 import pytest
@@ -14,18 +16,46 @@ def make(*args, cwd=ROOT):
 
 
 @pytest.mark.slow  # the whole demo (both sets, lint, pr): make test-slow; .ci/run also runs make test-slow
-def test_make_demo_applies_both_targets_on_the_miniature(tmp_path):
-    res = make(f"BUILD={tmp_path}/build", "demo")
+def test_make_demo_is_a_line_per_step_then_a_table_and_next_steps(tmp_path):
+    """#27 item 4: make demo printed about 340 lines (two whole PR bodies), headings that left
+    out the URL and path they used (copied, they reached GitHub), and no summary or next step.
+    Now: a line per step with what it found and the command that does it by hand, a table, and
+    next steps; each step's whole output and the PR bodies in files it names (golden: its shape)."""
+    build = tmp_path / "build"
+    res = make(f"BUILD={build}", "demo")
     assert res.returncode == 0, res.stderr
-    assert "rc25: refs/tags/v1.3.0rc25" in res.stdout and "(partial clone)" in res.stdout
-    assert "1 line(s) of tests/integration/test_lists/waives.txt skipped" in res.stdout
-    assert res.stdout.count("already applied on branch") == 2
-    assert res.stdout.count("verdict: matches the declared delta") == 2
-    assert res.stdout.count("[#19514][fix] Size the cross-attention KV cache") == 2
-    waives = (ROOT / "tests/fixtures/miniature/base/tests/integration/test_lists/waives.txt").read_text().splitlines()
-    blanket = waives.index("unittest/_torch/executor SKIP (https://nvbugs/6800103)") + 1
-    assert f"waived by line {blanket} at the outer level in l0_cpu" in res.stdout
-    assert (tmp_path / "build/demo/trtllm-rc25/tests/unittest/_torch/executor/test_cross_kv_cache_layout.py").is_file()
+    lines = res.stdout.splitlines()
+    assert len(lines) <= 60, len(lines)
+    shape = re.sub(r"\b[0-9a-f]{12}\b", "<commit>", res.stdout.replace(str(tmp_path), "<tmp>"))
+    golden("demo.txt", shape)
+    # It ends with the table and the next steps.
+    table = lines.index(next(line for line in lines if line.startswith("target  apply")))
+    assert [line.split()[0] for line in lines[table + 1:table + 3]] == ["main", "rc25"] and lines[table + 3] == ""
+    assert all(line.startswith("next: ") for line in lines[table + 4:]) and len(lines) - table - 4 == 4
+    # The files it names hold what it left out: every step's whole output, the PR bodies.
+    full = (build / "demo" / "demo.txt").read_text()
+    assert "verdict: matches the declared delta" in full and full.count("== ") == len(lines[2:table - 1])
+    assert "1 line becomes 3:" in full and "[#19514][fix] Size the cross-attention KV cache" in full
+    for target in ("main", "rc25"):
+        assert (build / "demo" / "pr" / target / "body.md").read_text().startswith("@coderabbitai summary")
+    # A step's command, copied, runs as printed on the miniature (its URL and paths in it).
+    waivers = next(line for line in lines if line.startswith("rc25  waivers")).split("  $ ", 1)[1]
+    assert f"TRTLLM_SRC={build}/demo/trtllm-rc25" in waivers
+    env = dict(os.environ, SETUP="", PATCHKIT=f"{sys.executable} -m patchkit")
+    again = subprocess.run(["bash", "-c", waivers], cwd=ROOT, env=env, text=True, capture_output=True)
+    assert again.returncode == 0 and "edit: 1 line(s) of" in again.stdout, again.stderr
+    assert all("github.com" not in line.split("  $ ", 1)[1] for line in lines if "  $ " in line)
+    # #27 item 6: the natural local use of make summary, after make demo.
+    summary = make(f"BUILD={build}", f"REPORTS={build}", "summary")
+    assert summary.returncode == 0, summary.stderr
+    assert f"skipped, not reports (3): {build}/demo/trtllm-main/ (a git checkout)" in summary.stdout
+
+
+def golden(name: str, text: str) -> None:
+    path = ROOT / "tests" / "golden" / name
+    if os.environ.get("PATCHKIT_UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert text == path.read_text(), f"{name} differs from tests/golden (PATCHKIT_UPDATE_GOLDEN=1 to accept)"
 
 
 def test_make_apply_then_unapply_on_a_local_url(tmp_path, upstream):
