@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import render
+from .. import demo_text, render
 from ..delta import MODES as DELTA_MODES
 from ..errors import ExitCode
 from .runs import (_apply, _backport, _backport_text, _bench, _bench_text, _check, _container, _dco, _delta, _demo, _export, _lint, _miniature, _pr,
@@ -120,7 +120,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
             _bench, _bench_text, "make bench\npatchkit bench --workdir build/bench"),
     Command("demo", "run the main job on the miniature upstream",
             (WORKDIR, arg("--signoff", "SIGNOFF", "'Name <email>' for the demo's PR branch (default: git config)")),
-            _demo, render.demo_result,
+            _demo, demo_text.demo_result,
             "make demo\npatchkit demo --workdir build/demo", lambda res: _mismatch_unless(res.ok)),
 )}
 REGISTRY.update(COMMANDS)

@@ -193,13 +193,13 @@ def _miniature(root, args):
 
 
 def _demo(root, args):
-    from .. import atomic, demo
+    from .. import atomic, demo, demo_text
     res = demo.run(root, args.workdir.resolve(), args.signoff)
     said = voice(args)  # each step as the user runs it by hand, in their vocabulary, with the demo's paths
     for step in res.steps:
         step.said = said.command_line(step.command, step.settings)
     res.full = str(Path(res.workdir) / "demo.txt")
-    atomic.write_text(Path(res.full), render.demo_full(res) + "\n")
+    atomic.write_text(Path(res.full), demo_text.demo_full(res) + "\n")
     return res
 
 

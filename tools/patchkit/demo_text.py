@@ -1,0 +1,86 @@
+"""make demo's text: a line per step with the command that does it by hand, a table, next steps;
+and the file with every step's whole output (render.py says each kind of result)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .render import RESULTS, miniature_result, shell_word, short_ref, table
+
+
+def demo_full(r) -> str:
+    """Every step of make demo with its whole output, as the command prints it (demo.txt)."""
+    out = []
+    for st in r.steps:
+        text = miniature_result(st.result) if st.kind == "miniature" else RESULTS[st.command](st.result)
+        out += [f"== {st.said}", text, ""]
+    return "\n".join(out).rstrip("\n")
+
+
+def _demo_said(st, target: str) -> str:
+    """A step's result in a few words."""
+    r = st.result
+    if st.kind == "miniature":
+        return f"built: tag {r.tag}, branch {r.branch}"
+    if st.kind == "apply-again":
+        return "already applied; nothing changed" if r.already_applied else "applied again"
+    if st.kind == "apply":
+        ups = sum(o.status == "already upstream" for o in r.outcomes)
+        three = sum(o.status == "3-way" for o in r.outcomes)
+        return (f"{len(r.outcomes) - ups} patch(es) applied on {short_ref(r.base_ref)} {r.base[:12]} -> {r.branch}"
+                + (" (partial clone)" if r.cloned else "") + (f", {three} by 3-way merge" if three else "")
+                + (f", {ups} already upstream" if ups else ""))
+    if st.kind == "check":
+        return "; ".join(f"{c.target}: {c.verdict}" for c in r)
+    if st.kind == "waivers":
+        n = r.narrowing
+        if n is None or not n.changed:
+            return "no line skips the set's tests; no edit"
+        return f"{len(n.removed)} line(s) skip the set's tests; the edit makes them {len(n.added)}"
+    if st.kind == "delta":
+        return (f"{'matches' if r.ok else 'DOES NOT MATCH'} the declared delta: {len(r.fail_to_pass)} fail->pass, "
+                f"{len(r.pass_to_pass)} pass->pass, {len(r.pass_to_fail)} pass->fail"
+                + (f"; {len({t.split('::')[0] for t in r.not_run})} file(s) not run here" if r.not_run else ""))
+    if st.kind == "lint":
+        return f"{len(r.ran)} hooks pass" if r.ok else f"{len(r.failures)} failing hook(s)"
+    if isinstance(r, str):  # pr skipped
+        return r
+    return f"branch {r.branch}, {len(r.messages)} commits signed off; body {r.out_dir}/body.md"
+
+
+def _demo_row(r, target: str) -> list[str]:
+    """The summary table's row of a target: apply, delta, waivers, lint, PR."""
+    by = {st.kind: st.result for st in r.steps if st.target == target}
+    a, d, w, li, p = by["apply"], by["delta"], by["waivers"], by["lint"], by["pr"]
+    n = w.narrowing
+    pr = "skipped (no sign-off identity)" if isinstance(p, str) else \
+        (f"{p.branch}, ready to open" if p.open_with else f"{p.branch} (a tag's: open {p.branch_set or 'a branch set'}'s)")
+    return [target, f"{len(a.outcomes)} patches", ("matches" if d.ok else "MISMATCH") + f" ({len(d.fail_to_pass)} fail->pass)",
+            f"{len(n.removed)} line -> {len(n.added)}" if n is not None and n.changed else "no edit",
+            f"{len(li.ran)} hooks pass" if li.ok else f"{len(li.failures)} failing", pr]
+
+
+def demo_result(r) -> str:
+    """make demo: a line per step (what it found, and the command that does it by hand), a table,
+    and what to do next (#27 item 4: it printed about 340 lines, two whole PR bodies, and no end)."""
+    targets = list(dict.fromkeys(st.target for st in r.steps if st.target))
+    rows = [(st.target or "-", st.kind, _demo_said(st, st.target)) for st in r.steps]
+    widths = [max(len(x[i]) for x in rows) for i in range(2)]
+    lines = [f"make demo: the main job on the miniature upstream {Path(r.upstream).as_uri()}", ""]
+    for (target, kind, said), st in zip(rows, r.steps):
+        lines.append(f"{target:<{widths[0]}}  {kind:<{widths[1]}}  {said}  $ {st.said}")
+    bodies = [f"{st.result.out_dir}/body.md" for st in r.steps if st.kind == "pr" and not isinstance(st.result, str)]
+    lines += ["", table([_demo_row(r, t) for t in targets], ("target", "apply", "delta", "waivers", "lint", "PR")), ""]
+    main = [("TRTLLM", "--target", "main")]
+    lines += [f"next: read each step's whole output in {r.full}" + (f"; the PR bodies: {', '.join(bodies)}" if bodies else ""),
+              "next: run any step above by hand (after the $): it works on the miniature, never on GitHub",
+              f"next: one table of the demo's reports: {_said('summary', [('REPORTS', '--reports', r.workdir)])}",
+              "next: the same on real upstream: " + ", then ".join(_said(c, main) for c in ("apply", "delta", "pr"))]
+    return "\n".join(lines)
+
+
+def _said(command: str, settings: list[tuple[str, str, str]]) -> str:
+    """A command with (make variable, flag, value) settings, as make demo's user runs commands."""
+    if os.environ.get("PATCHKIT_VIA_MAKE") == "1":
+        return " ".join(["make", command, *(f"{var}={shell_word(v)}" for var, _f, v in settings)])
+    return " ".join(["patchkit", command, *(f"{flag} {shell_word(v)}" for _v, flag, v in settings)])
