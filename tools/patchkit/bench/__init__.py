@@ -11,7 +11,8 @@ or a str saying why it was skipped); report.py renders each kind of result:
 - lint.py: make lint on each set, cold, warm and again;
 - store.py: the container section's private image store, never left mounted;
 - backport.py: make backport of a pull request, cold, on the generated upstream;
-- stacked.py: make check and a cold make apply of a 10-fix stack against the one-fix set.
+- stacked.py: make check and a cold make apply of a 10-fix stack against the one-fix set;
+- demo.py: make demo, the whole command, on a fresh clone (setup included) and warm.
 A new section: its module, its renderer in report.RENDER, and its line in SECTIONS.
 """
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import backport, clone, container, delta, lint, radar, report, stacked, store, waivers
+from . import backport, clone, container, delta, demo, lint, radar, report, stacked, store, waivers
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ SECTIONS: tuple[Callable[[Path, Path, Options], Any], ...] = (
     lambda root, work, opt: lint.lint_bench(root, work),
     lambda root, work, opt: backport.backport_bench(root, work),
     lambda root, work, opt: stacked.stack_bench(root, work),
+    lambda root, work, opt: demo.demo_bench(root, work),
 )
 
 

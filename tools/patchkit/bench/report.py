@@ -8,7 +8,7 @@ from .clone import FULL, NOW, TARGETS, THREEWAY_BASE, CloneBench
 from .container import ContainerBench
 from .delta import DeltaBench
 from .waivers import WaiverBench
-from . import backport, lint, radar, stacked
+from . import backport, demo, lint, radar, stacked
 
 
 def _size(n: float) -> str:
@@ -76,7 +76,8 @@ def waiver_bench(b: WaiverBench) -> str:
 # Each section's result, as text; a section skipped says why (a str).
 RENDER = {CloneBench: clone_bench, DeltaBench: delta_bench, ContainerBench: container_bench, WaiverBench: waiver_bench,
           radar.RadarBench: radar.render, lint.LintBench: lint.render,
-          backport.BackportBench: backport.render, stacked.StackBench: stacked.render, str: str}
+          backport.BackportBench: backport.render, stacked.StackBench: stacked.render, demo.DemoBench: demo.render,
+          str: str}
 
 
 def results(results: list[Any]) -> str:
