@@ -203,7 +203,6 @@ def _demo(root, args):
     return res
 
 
-
 def _backport(root, args):
     from ..backport import command as backport_cmd
     ps = _set(root, args)
