@@ -188,6 +188,11 @@ def test_unpullable_base_is_not_found_with_the_builders_reason(miniature_templat
     assert err.startswith("patchkit: error: cannot pull localhost/nope:1 with buildah: initializing source "
                           "docker://localhost/nope:1: ")  # buildah's verdict, not "Trying to pull ..."
     assert "connection refused" in err
+    # #27 item 4: it wrote no context and suggested nothing; the context is there, and what to do
+    ctx = tmp_path / "ctx"
+    assert f"the build context is written to {ctx}: log in to the base's registry or pull it yourself" in err
+    assert err.rstrip().endswith("; choose another --base an image you have, or can pull"), err
+    assert "FROM localhost/nope:1" in (ctx / "Containerfile").read_text()
 
 
 def test_missing_builder_is_tool_missing(miniature_template, tmp_path, capsys, monkeypatch):

@@ -114,11 +114,20 @@ def build(root: Path, ps: PatchSet, repo: Repo, *, context_dir: Path, base: str 
         if builder_name:
             raise
         builder = None
+    unpulled = None
     with progress.step(f"reading (or pulling) the base image {base}"):
-        digest = base_image(builder, base).digest if builder else "unknown (no builder ran)"
+        try:
+            digest = base_image(builder, base).digest if builder else "unknown (no builder ran)"
+        except NotFound as exc:  # the registry is out of reach or wants a login: the context is still of use
+            unpulled, digest = exc, "unknown (the base could not be pulled)"
     with progress.step(f"rendering the build context in {context_dir}"):
         result = render_context(root, ps, repo, context_dir, base, digest)
     result.command = f"docker build -t {result.image} {context_dir}"
+    if unpulled is not None:
+        # #27 item 4: an unpullable base wrote no context and suggested nothing.
+        raise NotFound(f"{unpulled.message}; the build context is written to {context_dir}: log in to the base's "
+                       f"registry or pull it yourself, then run again (or build the context: {result.command})",
+                       hint=Hint.choose("base", also="an image you have, or can pull"))
     if builder is None:
         raise ToolMissing(f"no image builder works here (docker, podman or buildah); the context is in "
                           f"{context_dir}; build it with: {result.command}")

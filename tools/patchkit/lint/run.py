@@ -38,7 +38,13 @@ def env(home: Path, wheelhouse: Path, git_env: dict[str, str]) -> dict[str, str]
             "PIP_CONFIG_FILE": os.devnull, "PRE_COMMIT_HOME": str(home), "PIP_NO_INDEX": "1",
             "PIP_FIND_LINKS": str(wheelhouse), "PIP_DISABLE_PIP_VERSION_CHECK": "1",
             "VIRTUALENV_NO_DOWNLOAD": "1", "PRE_COMMIT_COLOR": "never", "NO_COLOR": "1",
-            "PYTHONDONTWRITEBYTECODE": "1"}
+            "PYTHONDONTWRITEBYTECODE": "1",
+            # A cold cache (make demo on a fresh clone, #27 item 5): each mirror's one-line package
+            # was built in an isolated environment of its own, setuptools installed into it from
+            # the wheelhouse each time; most of the cold lint. It builds with the setuptools the
+            # hook environment is seeded with instead (pip reads "0" here as: no isolation), and
+            # virtualenv seeds it on every Python (on 3.12 it would not by default).
+            "PIP_NO_BUILD_ISOLATION": "0", "VIRTUALENV_SETUPTOOLS": "bundle"}
 
 
 class Failed(Exception):
