@@ -244,6 +244,7 @@ def test_a_series_that_fails_upstreams_hooks_gets_no_pr(checkout, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow  # two more pr runs through the CLI: make test-slow; make test keeps main's golden PR
 def test_pr_says_what_lint_did_how_to_open_it_and_who_authors_the_commits(checkout, tmp_path, capsys):
     """#27 item 4: make pr never said whether its lint ran or reused a verdict; without FORK it
     left out the push and gh lines; its commits keep the patches' author (Overlay Maintainers)
