@@ -44,19 +44,22 @@ def test_check_points_at_radar_which_names_the_three_commits_in_order(history_te
     assert ran.returncode == 2 and "verdict: fixed upstream at" in ran.stdout, ran.stderr  # make says 2 for exit 1
     assert state_of(clone) == before
     res = json.loads((build / "radar" / "main.json").read_text())
-    assert res["changed"] is True and res["schema"] == 1
+    [own] = res["fixes"]  # the main set: a stack of one own fix, its section in the report
+    assert res["changed"] is True and res["schema"] == 2 and own["changed"] and own["kind"] == "ours"
     assert [r["subject"] for r in res["timeline"]] == [minihistory.OFFSET_SUBJECT, minihistory.REWORD_SUBJECT,
                                                        minihistory.FIX_SUBJECT]
-    fix, *others = [p["name"] for p in res["patches"]]
-    assert [r["patches"][fix].split(" ")[0] for r in res["timeline"]] == ["offset", "3-way", "conflict"]
-    assert others and {r["patches"][name] for r in res["timeline"] for name in others} == {"applies"}
-    assert [r["tests"].split(" (")[0] for r in res["timeline"]] == ["", "", "fixed"]
+    fix, *others = [p["name"] for p in own["patches"]]
+    cells = [r["fixes"][own["id"]] for r in res["timeline"]]
+    assert [c["patches"][fix].split(" ")[0] for c in cells] == ["offset", "3-way", "conflict"]
+    assert others and {c["patches"][name] for c in cells for name in others} == {"applies"}
+    assert [c["tests"].split(" (")[0] for c in cells] == ["", "", "fixed"]
     assert res["timeline"][2]["commit"] == _sha(clone, "(#20918)")
     assert res["commits_in_range"] == len(sh("git", "-C", clone, "rev-list", "--first-parent",
                                              f"{res['since']['commit']}..main").stdout.split())
-    assert res["tests"]["probes"] <= math.ceil(math.log2(res["candidates"])) + 2
+    assert own["tests"]["probes"] <= math.ceil(math.log2(res["candidates"])) + 2
     assert res["action"] == "retire" and _sha(clone, "(#20918)")[:12] in res["todo"]
-    summary = {p["name"]: p for p in res["patches"]}[fix]
+    assert own["upstream_at"] == _sha(clone, "(#20918)")
+    summary = {p["name"]: p for p in own["patches"]}[fix]
     assert summary["first_offset"] == _sha(clone, "(#20511)")
     assert summary["first_break"] == _sha(clone, "(#20650)") and summary["threeway_at_break"] is True
     md = (build / "radar" / "main.md").read_text()
@@ -99,9 +102,10 @@ def test_the_fix_at_the_edges_of_the_range(history_template, tmp_path, capsys, s
     assert code == 1 and res["candidates"] == len(cands)
     assert {"the only candidate": [fix], "the first of several": cands[:1], "the last of several": cands[-1:]}[where] == [fix]
     assert (len(cands) == 1) if where == "the only candidate" else (len(cands) >= 2)
-    assert [c["commit"] for c in res["tests"]["changes"]] == [fix] and res["tests"]["changes"][0]["exact"]
-    assert [r["tests"].split(" (")[0] for r in res["timeline"] if r["tests"]] == ["fixed"]
-    assert res["tests"]["probes"] <= (math.ceil(math.log2(len(cands))) + 2 if len(cands) > 1 else 2)
+    [own] = res["fixes"]
+    assert [c["commit"] for c in own["tests"]["changes"]] == [fix] and own["tests"]["changes"][0]["exact"]
+    assert [c["tests"].split(" (")[0] for r in res["timeline"] if (c := r["fixes"][own["id"]])["tests"]] == ["fixed"]
+    assert own["tests"]["probes"] <= (math.ceil(math.log2(len(cands))) + 2 if len(cands) > 1 else 2)
 
 
 @pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
@@ -115,7 +119,8 @@ def test_no_fix_in_range_means_refresh_with_threeway(history_template, tmp_path,
                  "--out", str(tmp_path / "o")])
     text = capsys.readouterr().out
     assert code == 1
-    assert "fixed" not in json.loads((tmp_path / "o" / "main.json").read_text())["timeline"][-1]["tests"]
+    report = json.loads((tmp_path / "o" / "main.json").read_text())
+    assert "fixed" not in report["timeline"][-1]["fixes"][report["fixes"][0]["id"]]["tests"]
     assert f"run: make apply TRTLLM=main TRTLLM_SRC={clone} THREEWAY=1" in text
     assert "(#20918)" not in text and "(#20650)" in text
 

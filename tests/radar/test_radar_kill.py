@@ -53,8 +53,7 @@ def _run(tmp: Path, argv: list[str], kill: tuple[str, int, str] | None = None) -
 
 def _verdict(out: str) -> dict:
     res = json.loads(out)
-    return {k: res[k] for k in ("timeline", "patches", "action", "verdict", "changed", "candidates")} | {
-        "changes": res["tests"]["changes"]}
+    return {k: res[k] for k in ("timeline", "fixes", "action", "verdict", "changed", "candidates")}
 
 
 def _leftovers() -> list[str]:

@@ -71,7 +71,8 @@ def test_radar_on_fixed_upstream_with_its_defaults_says_fixed_upstream(fixed_ups
     assert code == 1, err
     ps = patchset.load(ROOT, "main")
     fix, test, docs = (p.name for p in ps.patches)
-    assert res["action"] == "retire" and res["tests"]["since"]["fixed"] and res["tests"]["until"]["fixed"]
+    [own] = res["fixes"]
+    assert res["action"] == "retire" and own["tests"]["since"]["fixed"] and own["tests"]["until"]["fixed"]
     assert res["verdict"].startswith(f"fixed upstream at SINCE {res['since']['commit'][:12]} or before: ")
     assert f"retire {fix}: drop it from the series" in res["todo"]
     assert f"keep {test} as a PR" in res["todo"]

@@ -410,53 +410,6 @@ class Voice:
         return text + (f"; {self.hint(exc.hint)}" if exc.hint else "")
 
 
-# -- make radar -------------------------------------------------------------------------------
-def _radar_rows(r) -> tuple[list[str], list[list[str]]]:
-    names = [p.name for p in r.patches]
-    head = ["commit", "date", "subject", *[n.split("-")[0] for n in names], "tests"]
-    rows = [[row.short, row.date, row.subject, *[row.patches[n] for n in names], row.tests or "-"]
-            for row in r.timeline]
-    return head, rows
-
-
-def _radar_lines(r) -> list[str]:
-    t = r.tests
-    said = [f"verdict: {r.verdict}", f"to do: {r.todo}",
-            f"tests: {t['probes']} probe(s) of at most {t['budget']}; "
-            f"at SINCE {'fixed' if t['since']['fixed'] else 'not fixed'} ({t['since']['counts']}), "
-            f"at UNTIL {'fixed' if t['until']['fixed'] else 'not fixed'} ({t['until']['counts']})"]
-    if not t["monotone"]:
-        said.append("tests: the verdict is not monotone; changes found: " + "; ".join(
-            f"{'fixed' if c['fixed'] else 'broken again'} at {c['commit'][:12]}"
-            + ("" if c["exact"] else f" or earlier, after {c['after'][:12]}") for c in t["changes"]))
-    return said
-
-
-def radar_result(r) -> str:
-    head, rows = _radar_rows(r)
-    top = (f"radar {r.target}: {r.since['commit'][:12]} ({r.since['how']}) .. {r.until['rev']} "
-           f"{r.until['commit'][:12]}: {r.commits_in_range} commit(s), {r.candidates} touch the set's paths")
-    legend = "  ".join(f"{n.split('-')[0]}={n}" for n in (p.name for p in r.patches))
-    body = table(rows, head) if rows else "no commit in the range changes the set's status"
-    return "\n".join([top, body, legend, *_radar_lines(r)] + ([f"report: {', '.join(r.files)}"] if r.files else []))
-
-
-def radar_markdown(r, hints: Sequence[str] = ()) -> str:
-    """The same as Markdown, ready to paste into an issue (and for $GITHUB_STEP_SUMMARY)."""
-    def cell(text: str) -> str:
-        return str(text).replace("|", "\\|").replace("\n", " ")
-    head, rows = _radar_rows(r)
-    out = [f"### radar `{r.target}`: {r.until['rev']} since `{r.since['commit'][:12]}`", "",
-           f"{r.commits_in_range} commit(s) in `{r.since['commit'][:12]}..{r.until['commit'][:12]}` "
-           f"({r.since['how']}); {r.candidates} touch the set's paths.", ""]
-    if rows:
-        out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        out += ["| " + " | ".join([f"`{row[0]}`", *map(cell, row[1:])]) + " |" for row in rows]
-        out.append("")
-    out += [f"- {cell(line)}" for line in _radar_lines(r)] + [f"- `{h}`" for h in hints]
-    return "\n".join(out)
-
-
 def lint_result(r) -> str:
     """make lint: one line per failing hook (file, hook id, what it wants), then who ran and who did not."""
     head = f"lint {r.target} on {r.upstream_ref} {r.upstream_commit[:12]}: {len(r.paths)} file(s) the series changes"

@@ -77,8 +77,9 @@ def radar_bench(root: Path, workdir: Path, target: str = "main", shape: generate
         res = command.radar(ps, repo, since=since)
         seconds, cpu = time.perf_counter() - t0, _cpu() - cpu0
     received = Repo(workdir / "radar-clone").object_stats().pack_bytes
-    found = next((c["commit"] for c in res.tests["changes"] if c["fixed"]), "")
-    return RadarBench(res.commits_in_range, res.candidates, res.tests["probes"], res.tests["budget"], seconds,
+    tests = next((f.tests for f in res.fixes if f.kind == "ours"), res.fixes[0].tests)  # the own fix upstream fixed
+    found = next((c["commit"] for c in tests["changes"] if c["fixed"]), "")
+    return RadarBench(res.commits_in_range, res.candidates, tests["probes"], tests["budget"], seconds,
                       received, full, fix, found, tuple(s for s in steps if not s[0].startswith("measuring")), cpu,
                       os.getloadavg()[0])
 

@@ -7,9 +7,9 @@ from .. import demo_text, render
 from ..delta import MODES as DELTA_MODES
 from ..errors import ExitCode
 from .runs import (_apply, _backport, _backport_text, _bench, _bench_text, _check, _container, _dco, _delta, _demo, _export, _lint, _miniature, _pr,
-                   _push, _radar, _summary, _targets, _unapply, _waivers, _workflow)
-from .table import (BASE, BRANCH, BUILDER, REGISTRY, REPORT, SIGNOFF, SRC, SRC_REQUIRED, TARGET, URL, WORKDIR, Command,
-                    _mismatch_unless, arg)
+                   _push, _radar, _radar_text, _summary, _targets, _unapply, _waivers, _workflow)
+from .table import (BASE, BRANCH, BUILDER, FIX_ID, REGISTRY, REPORT, SIGNOFF, SRC, SRC_REQUIRED, TARGET, URL, WORKDIR,
+                    Command, _mismatch_unless, arg)
 
 COMMANDS: dict[str, Command] = {c.name: c for c in (
     Command("apply", "apply a target's series as commits on its branch (all or nothing)",
@@ -22,12 +22,12 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
             (SRC_REQUIRED, arg("--target", None, "only these targets (default: all)", action="append")),
             _check, render.check_results, "make check TRTLLM_SRC=build/trtllm-main\npatchkit check --src build/trtllm-main",
             lambda res: ExitCode.CONFLICT if any(r.conflicts for r in res) else ExitCode.OK),
-    Command("radar", "since which upstream commit a set breaks, and since which it is no longer needed "
-            "(exit 1: its status at UNTIL differs from SINCE's, or the set needs work there)",
+    Command("radar", "since which upstream commit each fix of a set breaks, and since which it is no longer needed "
+            "(exit 1: a fix's status at UNTIL differs from SINCE's, or it needs work there)",
             (TARGET, SRC, URL, arg("--since", "SINCE", "first commit of the range (default: the set's upstream.base)"),
-             arg("--until", "UNTIL", "last commit of the range (default: the set's ref)"),
+             arg("--until", "UNTIL", "last commit of the range (default: the set's ref)"), FIX_ID,
              arg("--out", None, "where to write <target>.json and <target>.md (default: build/radar)", type=Path)),
-            _radar, render.radar_result,
+            _radar, _radar_text,
             "make radar TRTLLM=main SINCE=v1.3.0rc25\npatchkit radar --target main --src build/trtllm-main --since v1.3.0rc25",
             lambda res: _mismatch_unless(not res.changed and res.action == "nothing")),
     Command("backport", "carry an upstream pull request (or commit) as a fix of the target's stack, before our own "

@@ -151,16 +151,21 @@ def _push(root, args):
 
 
 def _radar(root, args):
-    from ..radar import command as radar_cmd
+    from ..radar import command as radar_cmd, report
     from ..upstream import obtain
     ps = _set(root, args)
     with contextlib.ExitStack() as held:
         repo, _ = obtain(ps, _src(root, ps, args), args.url, hold=held, command=f"radar {ps.target}")
-        res = radar_cmd.radar(ps, repo, since=args.since, until=args.until)
+        res = radar_cmd.radar(ps, repo, since=args.since, until=args.until, fix_id=args.fix_id)
     out = (args.out or root / "build" / "radar").resolve()
     res.files = radar_cmd.report_paths(res.target, out)
-    radar_cmd.write(res, out, render.as_json(res), render.radar_markdown(res, [voice(args).hint(h) for h in res.hints]))
+    radar_cmd.write(res, out, render.as_json(res), report.markdown(res, [voice(args).hint(h) for h in res.hints]))
     return res
+
+
+def _radar_text(res) -> str:
+    from ..radar import report
+    return report.text(res)
 
 
 def _workflow(root, args):

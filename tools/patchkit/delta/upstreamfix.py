@@ -6,6 +6,9 @@ length lookup authoritative, ours does not). The text then says 'conflict', but 
 gone. So: build the delta's unpatched tree (upstream plus the test-only patches), run the
 set's regression tests in it the way source mode does, and compare with what the set
 declares for its patched tree. If upstream alone already gives that, upstream fixed it.
+
+In a stack the probe is per fix: the fix's own regression tests, on upstream with the rest of
+the stack and the fix's own test files (stack.without), against what that fix declares.
 """
 from __future__ import annotations
 
@@ -13,9 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from .. import scratch, series
+from .. import scratch, series, stack
 from ..git import Repo, Sha
-from ..model import Patch, PatchSet
+from ..model import Fix, Patch, PatchSet
 from . import compare, trees
 from .run import Job, Runner, SourceRunner, TreeRun
 
@@ -45,13 +48,16 @@ class UpstreamFix:
     why_not: str = ""  # when not fixed: what the measurement said
     patchset_file: str = ""
     keep_docs: tuple[tuple[str, str], ...] = ()  # docs patches upstream's fix leaves to do: (patch, its page)
+    fix: str = ""  # the fix measured, named where the stack carries several ("" : the set's only fix)
 
     def summary(self) -> str:
-        """'fixed upstream: test_x.py passes without the set (30/30)', or why it is not."""
+        """'fixed upstream: test_x.py passes without the set (30/30)', or why it is not; in a
+        stack of several fixes, 'fix 19514 fixed upstream: test_x.py passes without it (30/30)'."""
+        who, without = (f"fix {self.fix} ", "it") if self.fix else ("", "the set")
         if self.fixed:
-            return "fixed upstream: " + "; ".join(
-                f"{PurePosixPath(c.file).name} passes without the set ({c.passed}/{c.total})" for c in self.counts)
-        return f"not fixed upstream: {self.why_not}"
+            return f"{who}fixed upstream: " + "; ".join(
+                f"{PurePosixPath(c.file).name} passes without {without} ({c.passed}/{c.total})" for c in self.counts)
+        return f"{who}not fixed upstream: {self.why_not}"
 
     def advice(self) -> str:
         """What to do, in the set's own terms. The commit that fixed it is the one the set's
@@ -75,21 +81,24 @@ def advice(where: str, retire: Sequence[str], keep: Sequence[str], keep_docs: Se
     return "; ".join(said)
 
 
-def disposition(ps: PatchSet, repo: Repo, commit: Sha, statuses: Mapping[str, str]
+def disposition(ps: PatchSet, repo: Repo, commit: Sha, statuses: Mapping[str, str], fix: Fix | None = None
                 ) -> tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, str], ...]]:
     """What upstream's own fix at commit leaves of the set, from each patch's series status
     there: (the fix patches to retire, the test-only patches to keep, the docs patches to keep
     with the page each still has to change). Test-only patches that still apply are kept. A
     docs patch (every file under docs/) that still applies cleanly is kept while a page it
     changes still holds one of the set's pr.docs phrases: upstream's fix left that page
-    describing the old behaviour. Every other fix patch is retired."""
-    keep = tuple(p.name for p in ps.patches if p.tests_only and statuses.get(p.name) in (series.APPLIED, series.THREEWAY))
+    describing the old behaviour. Every other fix patch is retired. fix: only that fix's patches
+    (and its pr.docs phrases); default the whole set."""
+    patches = fix.patches if fix is not None else ps.patches
+    phrases = fix.pr.docs if fix is not None else ps.pr.docs
+    keep = tuple(p.name for p in patches if p.tests_only and statuses.get(p.name) in (series.APPLIED, series.THREEWAY))
     retire: list[str] = []
     docs: list[tuple[str, str]] = []
-    for p in ps.patches:
+    for p in patches:
         if p.tests_only:
             continue
-        pages = [f for f in p.paths if ps.pr.docs and repo.grep_files(commit, ps.pr.docs, f)] if (
+        pages = [f for f in p.paths if phrases and repo.grep_files(commit, phrases, f)] if (
             statuses.get(p.name) == series.APPLIED and p.paths and all(f.startswith("docs/") for f in p.paths)) else []
         if pages:
             docs.append((p.name, pages[0]))
@@ -103,38 +112,54 @@ def needs_probe(outcomes: Sequence[series.Outcome]) -> bool:
     return any(o.status in (series.CONFLICT, series.THREEWAY) and not o.patch.tests_only for o in outcomes)
 
 
+def probed(ps: PatchSet, outcomes: Sequence[series.Outcome]) -> Fix:
+    """The fix the probe measures by default: the one whose patch needs it first (a fix patch
+    that conflicts or needs a 3-way merge), else the stack's first."""
+    for o in outcomes:
+        if o.status in (series.CONFLICT, series.THREEWAY) and not o.patch.tests_only:
+            return stack.owner(ps, o.patch)
+    return ps.fixes[0]
+
+
 def probe(ps: PatchSet, repo: Repo, base: Sha, outcomes: Sequence[series.Outcome],
-          runner: Runner | None = None) -> UpstreamFix | None:
-    """Run the set's regression tests on upstream plus the test-only patches; None when the
-    set declares no regression test."""
-    measured = measure(ps, repo, base, outcomes, runner)
+          runner: Runner | None = None, fix: Fix | None = None) -> UpstreamFix | None:
+    """Run the fix's regression tests on upstream plus the rest of the stack and the fix's own
+    test files (default fix: probed()); None when it declares no regression test."""
+    measured = measure(ps, repo, base, outcomes, runner, fix)
     return measured[0] if measured else None
 
 
 def measure(ps: PatchSet, repo: Repo, base: Sha, outcomes: Sequence[series.Outcome],
-            runner: Runner | None = None, patches: Sequence[Patch] | None = None) -> tuple[UpstreamFix, TreeRun] | None:
+            runner: Runner | None = None, fix: Fix | None = None, patches: Sequence[Patch] | None = None
+            ) -> tuple[UpstreamFix, TreeRun] | None:
     """probe(), also returning the unpatched tree's run (for the delta report). patches: the
-    tree's patches instead of the test-only ones (make pr: does a fix reach what it declares
-    without the backports beneath it?); `fixed` then says the tree gives the declared result."""
-    tests = list(ps.tests.regression)
+    tree's patches instead of the rest of the stack and the fix's test files (make pr: does a
+    fix reach what it declares without the backports beneath it?); `fixed` then says the tree
+    gives the declared result."""
+    fix = fix if fix is not None else probed(ps, outcomes)
+    tests = list(fix.tests.regression)
     if not tests:
         return None
-    test_patches = [p for p in ps.patches if p.tests_only] if patches is None else list(patches)
-    res = series.apply_series(repo, base, test_patches, committer_date=series.THROWAWAY_DATE, stop_on_conflict=False)
+    tree = stack.without(ps, fix) if patches is None else list(patches)
+    res = series.apply_series(repo, base, tree, committer_date=series.THROWAWAY_DATE, stop_on_conflict=False)
     statuses = {o.patch.name: o.status for o in outcomes}
-    statuses.update({o.patch.name: o.status for o in res.outcomes})  # the test-only ones, as the probe's tree has them
-    retire, kept, docs = disposition(ps, repo, base, statuses)
+    statuses.update({o.patch.name: o.status for o in res.outcomes
+                     if o.patch.tests_only or patches is not None})  # the fix's test files, as the probe's tree has them
+    retire, kept, docs = disposition(ps, repo, base, statuses, fix)
     present = {name for _m, _t, name in repo.ls_tree(res.tip, "", recursive=True)}
     paths = [p for p in trees.existing_paths(repo, base, ps, sorted(set(ps.touched_paths) | set(tests)))
              if p in present]
     runnable = [t for t in tests if t in present]
 
+    stacked = len(ps.fixes) > 1  # the words name the fix where the stack carries several
+    whose, whose_tree = (f"fix {fix.id}", "it") if stacked else ("the set", "the set")
+    where = (f"fix {fix.id} in " if stacked else "") + f"patches/{ps.root.name}/patchset.yaml"
+
     def verdict(fixed: bool, counts: tuple[FileCount, ...], why: str = "") -> UpstreamFix:
-        return UpstreamFix(ps.target, base, fixed, counts, retire, kept, why, f"patches/{ps.root.name}/patchset.yaml",
-                           docs)
+        return UpstreamFix(ps.target, base, fixed, counts, retire, kept, why, where, docs, fix.id if stacked else "")
 
     if not runnable:
-        return verdict(False, (), f"no regression test of the set exists at {base[:12]}"), TreeRun("unpatched", 0, 0)
+        return verdict(False, (), f"no regression test of {whose} exists at {base[:12]}"), TreeRun("unpatched", 0, 0)
     with scratch.folder("upstreamfix") as work:
         tree, out = work / "unpatched", work / "out"
         tree.mkdir()
@@ -142,7 +167,7 @@ def measure(ps: PatchSet, repo: Repo, base: Sha, outcomes: Sequence[series.Outco
         trees.archive(repo, res.tip, tree, paths)
         [run] = (runner or SourceRunner()).run([Job("unpatched", tree, out)], runnable, trees.source_modules(ps))
     invalid = compare.validity(run)
-    declared = (ps.expected or {}).get(MODE, {})
+    declared = (fix.expected or {}).get(MODE, {})
     counts, failing = [], []
     for t in runnable:
         c = compare.counts(run, t)
@@ -152,8 +177,8 @@ def measure(ps: PatchSet, repo: Repo, base: Sha, outcomes: Sequence[series.Outco
         # those counts when declared, else every collected test passing.
         ok = (c == {k: want.get(k, 0) for k in compare.CATEGORIES}) if want else (c["passed"] == sum(c.values()) > 0)
         if not ok:
-            failing.append(f"{PurePosixPath(t).name} {c['passed']}/{sum(c.values())} passed without the set"
-                           + (f" (the set declares {_said(want)} with it)" if want else ""))
+            failing.append(f"{PurePosixPath(t).name} {c['passed']}/{sum(c.values())} passed without {whose_tree}"
+                           + (f" ({whose} declares {_said(want)} with it)" if want else ""))
     if invalid:
         return verdict(False, tuple(counts), "; ".join(invalid)), run
     missing = [t for t in tests if t not in present]
