@@ -95,12 +95,15 @@ def check(sets: list[PatchSet], *, src: Path) -> Checks:
         except NotFound as exc:
             results.append(TargetCheck(ps.target, ps.upstream.ref, None, note=exc.message, fixes=fix_checks(ps)))
             continue
-        # Probe plainly first, so each conflict is named; then see whether 3-way rescues it.
-        plain = series.apply_series(repo, base, ps.patches, stop_on_conflict=False, announce=f"{ps.target}: checking")
+        # Probe plainly first, so each conflict is named; then see whether 3-way rescues it. Nothing
+        # is kept, so no commit is made (record=False): one git apply per clean patch, not three
+        # git processes (a 10-fix stack's check took 10x the one-fix set's, #26's bench).
+        plain = series.apply_series(repo, base, ps.patches, stop_on_conflict=False, announce=f"{ps.target}: checking",
+                                    record=False)
         outcomes = plain.outcomes
         if not plain.ok:
             merged = series.apply_series(repo, base, ps.patches, threeway=True, stop_on_conflict=False,
-                                         merge_bases=[ps.upstream.recorded_base])
+                                         merge_bases=[ps.upstream.recorded_base], record=False)
             # A merged patch keeps the drift its plain probe found: it says what 3-way got past.
             outcomes = [series.Outcome(m.patch, m.status, m.commit, p.drift)
                         if p.status == series.CONFLICT and m.status == series.THREEWAY else p

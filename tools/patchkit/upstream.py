@@ -139,11 +139,12 @@ def base_of(repo: Repo, ps: PatchSet, url: str | None = None) -> tuple[str, Sha]
 
 
 def refuse_symlinked_paths(repo: Repo, base: Sha, ps: PatchSet) -> None:
-    """A patch must not write through a symlink that the tree has on its path."""
-    for path in ps.touched_paths:
-        parts = PurePosixPath(path).parts
-        for i in range(1, len(parts) + 1):
-            prefix = "/".join(parts[:i])
-            for mode, _typ, name in repo.ls_tree(base, prefix, recursive=False):
-                if name == prefix and mode == "120000":
-                    raise BadInput(f"{path}: {prefix} is a symlink in {base[:12]}; refusing to write through it")
+    """A patch must not write through a symlink that the tree has on its path (every prefix of
+    every touched path, looked up in one ls-tree)."""
+    prefixes = {path: ["/".join(PurePosixPath(path).parts[:i]) for i in range(1, len(PurePosixPath(path).parts) + 1)]
+                for path in ps.touched_paths}
+    modes = repo.modes(base, {p for ps_ in prefixes.values() for p in ps_})
+    for path, ways in prefixes.items():
+        link = next((p for p in ways if modes.get(p) == "120000"), None)
+        if link is not None:
+            raise BadInput(f"{path}: {link} is a symlink in {base[:12]}; refusing to write through it")

@@ -80,6 +80,20 @@ class ObjectsMixin:
             rows.append((mode, typ, name))
         return rows
 
+    def modes(self, rev: str, paths: Iterable[str]) -> dict[str, str]:
+        """path -> mode at rev for those of paths that are entries there (files, links, folders),
+        in one ls-tree: git descends only as far as the paths need."""
+        want = sorted(set(paths))
+        if not want:
+            return {}
+        out = self._run("--literal-pathspecs", "ls-tree", "--full-tree", "-z", rev, "--", *want).text
+        found = {}
+        for rec in out.split("\0"):
+            if rec:
+                meta, name = rec.split("\t", 1)
+                found[name] = meta.split(" ")[0]
+        return {p: found[p] for p in want if p in found}
+
     def blob_ids(self, rev: str, paths: Iterable[str]) -> dict[str, tuple[str, str]]:
         """path -> (mode, blob id) at rev for those of paths that are files there, read from trees
         only: in a blobless clone nothing is fetched (make lint fetches what it needs in one batch)."""
