@@ -259,7 +259,7 @@ def _offsets(patch: Patch, verbose: str) -> tuple[Offset, ...]:
 
 
 def _per_patch(patches: Sequence[Patch], verbose: str) -> list[str]:
-    """git apply -v's output for a series applied as one input, cut into each patch's part:
+    """The verbose apply output for a series applied as one input, cut into each patch's part:
     it says 'Checking patch <path>...' once per file section, in the input's order."""
     parts: list[list[str]] = [[] for _ in patches]
     owners = [i for i, p in enumerate(patches) for _ in p.files]
