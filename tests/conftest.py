@@ -118,3 +118,27 @@ def checkout(upstream, tmp_path):
     dest = tmp_path / "trtllm"
     sh("git", "clone", "-q", upstream.as_uri(), dest)
     return dest
+
+
+STACK_PR = "19450"  # the miniature's PR whose squash commit rc25 carries under our fix in the stacked copy
+
+
+@pytest.fixture(scope="session")
+def stack_template(tmp_path_factory, miniature_template):
+    """A stacked copy of the project (patches/, waivers/ and the Makefile; run with --root):
+    rc25 carries the miniature's PR 19450 as a backport under our fix, written by make
+    backport's own code (measured on the miniature, never typed) from a clone of its own."""
+    from patchkit import patchset
+    from patchkit.backport import command
+
+    def build(root: Path) -> None:
+        for d in ("patches", "waivers"):
+            shutil.copytree(ROOT / d, root / d)
+        shutil.copy2(ROOT / "Makefile", root / "Makefile")
+        (root / "tools" / "patchkit").mkdir(parents=True)
+        src = root.parent / "trtllm-rc25"
+        sh("git", "clone", "-q", miniature_template.as_uri(), src)
+        command.backport(patchset.load(root, "rc25"), root=root, src=src, pr=STACK_PR, today="2026-12-02")
+        shutil.rmtree(src)
+    return build_once(tmp_path_factory, "stack", build, leaf="root")
+

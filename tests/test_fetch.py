@@ -193,7 +193,7 @@ def test_delta_on_a_cold_clone_reads_only_the_sets_blobs(generated, tmp_path):
     src = tmp_path / "trtllm"
     apply_mod.apply(ps, src=src, url=generated.as_uri())
     res = delta_cmd.delta(ps, repo=Repo(src), mode="source", report=tmp_path / "delta.json")
-    assert res.ok, res.mismatches + res.invalid
+    assert res.ok, [m for f in res.fixes for m in f.mismatches + f.invalid]
     tag = git(generated, "rev-parse", "v1.3.0rc25^{commit}")
     got = received(src)
     assert of_type(got, "blob") <= blobs_at(generated, tag, ps.sparse_paths)

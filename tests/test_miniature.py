@@ -63,11 +63,12 @@ def test_apply_delta_export_round_trip(checkout, tmp_path, target):
     res = apply_mod.apply(ps, src=checkout)
     assert all(o.status == "applied" and not o.offsets for o in res.outcomes)
     d = delta_cmd.delta(ps, repo=Repo(checkout), mode="source", report=tmp_path / "delta.json")
-    assert d.ok, d.mismatches + d.invalid
+    [fx] = d.fixes
+    assert d.ok, fx.mismatches + fx.invalid
     declared = ps.expected["source"][ps.tests.regression[0]]
     regression = ps.tests.regression[0]
     measured = {name: sum(1 for tid, o in run["tests"].items() if tid.startswith(regression + "::") and o == "passed")
-                for name, run in (("unpatched", d.unpatched), ("patched", d.patched))}
+                for name, run in (("unpatched", fx.unpatched), ("patched", fx.patched))}
     assert measured == {"unpatched": declared["unpatched"]["passed"], "patched": declared["patched"]["passed"]}
     check = export_mod.export(ps, Repo(checkout), ps.branch, check_only=True)
     assert check.up_to_date, check.changed
@@ -123,7 +124,8 @@ def test_round_trip_on_the_faithful_miniature_carrying_upstreams_real_files(upst
         assert all(o.status == "applied" and not o.offsets for o in res.outcomes)
         assert res.waiver.changed == (target == "rc25")
         d = delta_cmd.delta(ps, repo=Repo(clone), mode="source", report=tmp_path / f"{target}.json")
-        assert d.ok, d.mismatches + d.invalid
+        [fx] = d.fixes
+        assert d.ok, fx.mismatches + fx.invalid
         assert export_mod.export(ps, Repo(clone), ps.branch, check_only=True).up_to_date
         apply_mod.unapply(ps, src=clone)
 

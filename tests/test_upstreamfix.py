@@ -13,7 +13,7 @@ from patchkit import miniature, patchset, series
 from patchkit.cli import main
 from patchkit.delta import upstreamfix
 from patchkit.git import Repo
-from helpers import ROOT, build_once, sh, state_of
+from helpers import ROOT, build_once, copy_root, sh, state_of
 
 UTIL = "tensorrt_llm/_torch/pyexecutor/_util.py"
 
@@ -108,9 +108,10 @@ def test_delta_gives_its_own_verdict_and_exits_0(fixed_clone, tmp_path, capsys):
     assert f"verdict: {fixed_line()}" in out and "to do: retire 0001-" in out
     data = json.loads(report.read_text())
     regression, _unpatched, patched = declared()
-    assert data["fixed_upstream"]["summary"] == fixed_line()
-    assert not data["matches_expected"]  # so make pr refuses it: there is no fix of ours to send
-    counted = [t for t, o in data["unpatched"]["tests"].items() if t.startswith(regression + "::") and o == "passed"]
+    [fix] = data["fixes"]
+    assert fix["fixed_upstream"]["summary"] == fixed_line()
+    assert not data["matches_expected"] and not fix["matches_expected"]  # so make pr refuses it: no fix of ours to send
+    counted = [t for t, o in fix["unpatched"]["tests"].items() if t.startswith(regression + "::") and o == "passed"]
     assert len(counted) == patched["passed"]
     assert data["upstream_commit"] == sh("git", "-C", fixed_clone, "rev-parse", "origin/main").stdout.strip()
 
@@ -144,3 +145,35 @@ def test_no_probe_when_every_fix_patch_applies_cleanly(miniature_template):
     repo = Repo(miniature_template)
     res = series.apply_series(repo, repo.rev_parse("main"), ps.patches, stop_on_conflict=False)
     assert not upstreamfix.needs_probe(res.outcomes)
+
+
+@pytest.mark.slow  # make test-slow (.ci/run): a backport and a delta on the variant
+def test_in_a_stack_the_probe_is_per_fix_and_the_other_fix_is_still_graded(fixed_template, miniature_template,
+                                                                             tmp_path, capsys):
+    """#26 item 4: main carries upstream's PR 19302 under our fix. On the variant our fix's patch
+    conflicts: its own regression tests, run on upstream with the rest of the stack (the
+    backport) and its test files, pass as it declares: fixed upstream, and only its patches are
+    to retire. The backport is still graded, on the stack as it stands (our fix's test files)."""
+    from patchkit.backport import command as backport
+    root = copy_root(tmp_path)
+    clone = tmp_path / "plain"
+    sh("git", "clone", "-q", miniature_template.as_uri(), clone)
+    backport.backport(patchset.load(root, "main"), root=root, src=clone, pr="19302", today="2026-12-02")
+    ps = patchset.load(root, "main")
+    assert [f.id for f in ps.fixes] == ["19302", "19514"]
+    report = tmp_path / "delta.json"
+    code = main(["--root", str(root), "delta", "--target", "main", "--src", str(fixed_template),
+                 "--mode", "source", "--report", str(report)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    data = json.loads(report.read_text())
+    theirs, ours = data["fixes"]
+    assert (theirs["id"], theirs["matches_expected"], theirs["fixed_upstream"]) == ("19302", True, None)
+    regression, _unpatched, patched = declared()
+    assert ours["fixed_upstream"]["summary"] == (f"fix 19514 fixed upstream: {PurePosixPath(regression).name} "
+                                                 f"passes without it ({patched['passed']}/{sum(patched.values())})")
+    retire = [p.name for p in ps.fix("19514").patches if not p.tests_only and not p.name.count("-doc-")]
+    assert ours["fixed_upstream"]["retire"][:len(retire)] == retire
+    assert not set(ours["fixed_upstream"]["retire"]) & {p.name for p in ps.fix("19302").patches}
+    assert "fix 19514 (ours): its patches do not apply" in out and "fix 19302 (backport): its tests without it" in out
+    assert out.rstrip().splitlines()[-2].startswith("verdict: fix 19302 matches the declared delta; fix 19514 fixed upstream")

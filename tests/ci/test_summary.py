@@ -53,7 +53,7 @@ def measure(upstream: Path, target: str, mode: str, report: Path) -> Path:
     ps = patchset.load(ROOT, target)
     kw = {"runner": ContainerRunner(ImageLikeBuilder()), "images": IMAGES} if mode == "container" else {}
     res = command.delta(ps, repo=Repo(upstream), mode=mode, report=report, **kw)
-    assert res.ok, res.mismatches
+    assert res.ok, [m for f in res.fixes for m in f.mismatches]
     return report
 
 
@@ -147,7 +147,7 @@ def test_a_report_made_for_other_expectations_is_flagged_stale(reports, tmp_path
     shutil.copytree(reports, stale)
     path = stale / "reports-verify-rc25" / "delta" / "rc25.json"
     data = json.loads(path.read_text())
-    data["expected"][REGRESSION]["unpatched"]["failed"] = 22  # as an older patchset.yaml declared it
+    data["fixes"][0]["expected"][REGRESSION]["unpatched"]["failed"] = 22  # as an older patchset.yaml declared it
     path.write_text(json.dumps(data))
     assert main(["summary", "--reports", str(stale), "--out", str(tmp_path / "out")]) == 1
     assert "stale: the set's expected delta changed since" in capsys.readouterr().out

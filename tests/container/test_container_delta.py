@@ -82,15 +82,16 @@ def test_make_container_then_make_delta_in_the_images_then_pr(built, upstream, t
     commit = sh("git", "-C", upstream, "rev-parse", f"{REFS[target]}^{{commit}}").stdout.strip()
     assert data["mode"] == "container" and data["builder"] == "buildah" and data["upstream_commit"] == commit
     declared = ps.expected["container"][REGRESSION]
+    [section] = data["fixes"]  # schema 2: one section per fix; without it = the base image, with = the stack's
     for tree in ("unpatched", "patched"):
-        measured = per_file(data[tree]["tests"], REGRESSION)
+        measured = per_file(section[tree]["tests"], REGRESSION)
         assert measured == {k: v for k, v in declared[tree].items() if v}, tree
-    regression = [t for t in data["fail_to_pass"] + data["pass_to_pass"] if t.startswith(REGRESSION + "::")]
+    regression = [t for t in section["fail_to_pass"] + section["pass_to_pass"] if t.startswith(REGRESSION + "::")]
     assert len(regression) == sum(declared["patched"].values())
-    assert not data["pass_to_fail"] and not data["fail_to_fail"] and not data["other"] and not data["not_run"]
+    assert not section["pass_to_fail"] and not section["fail_to_fail"] and not section["other"] and not section["not_run"]
     for neighbour in ps.tests.neighbours:
-        ran = [t for t in data["pass_to_pass"] if t.startswith(neighbour + "::")]
-        assert ran and per_file(data["patched"]["tests"], neighbour) == {"passed": len(ran)}, neighbour
+        ran = [t for t in section["pass_to_pass"] if t.startswith(neighbour + "::")]
+        assert ran and per_file(section["patched"]["tests"], neighbour) == {"passed": len(ran)}, neighbour
     images = data["images"]
     assert images["unpatched"]["name"] == base
     assert images["patched"]["name"] == cbuild.image_name(ps, base)
@@ -98,13 +99,13 @@ def test_make_container_then_make_delta_in_the_images_then_pr(built, upstream, t
     assert images["patched"]["labels"]["io.patchkit.patchset.sha256"] == ps.content_hash
     assert images["patched"]["labels"]["org.opencontainers.image.base.digest"] == images["unpatched"]["digest"]
     for name in ("unpatched", "patched"):
-        assert "<testsuite" in Path(data["junit"][name]).read_text()
+        assert "<testsuite" in Path(section["junit"][name]).read_text()
 
     # The same outcome for every regression case as source mode measures.
     src = command.delta(ps, repo=Repo(upstream), mode="source", report=tmp_path / "source" / f"{target}.json")
     for tree in ("unpatched", "patched"):
-        mine = {t: o for t, o in data[tree]["tests"].items() if t.startswith(REGRESSION)}
-        theirs = {t: o for t, o in getattr(src, tree)["tests"].items() if t.startswith(REGRESSION)}
+        mine = {t: o for t, o in section[tree]["tests"].items() if t.startswith(REGRESSION)}
+        theirs = {t: o for t, o in getattr(src.fixes[0], tree)["tests"].items() if t.startswith(REGRESSION)}
         assert mine == theirs and len(mine) == 30, tree
 
     code = main(["--root", str(ROOT), "pr", "--target", target, "--src", str(upstream), "--report", str(report),
@@ -204,4 +205,4 @@ def test_container_delta_keeps_the_images_own_pythonpath(pythonpath_base, storag
     data = json.loads(report.read_text())
     declared = patchset.load(ROOT, "rc25").expected["container"][REGRESSION]
     for tree in ("unpatched", "patched"):
-        assert per_file(data[tree]["tests"], REGRESSION) == {k: v for k, v in declared[tree].items() if v}, tree
+        assert per_file(data["fixes"][0][tree]["tests"], REGRESSION) == {k: v for k, v in declared[tree].items() if v}, tree

@@ -25,21 +25,28 @@ def run_delta(upstream: Path, target: str, tmp_path: Path, root: Path = ROOT, mo
     return command.delta(ps, repo=Repo(upstream), mode=mode, report=tmp_path / "report" / f"{target}.json", **kw)
 
 
-@pytest.mark.parametrize("target", tiered("rc25", "main"))
+# make test-slow (.ci/run): make test measures both one-fix sets' deltas in make demo (test_make), the
+# golden PR and the golden summary, and the report's schema 2 on a stack (test_stack_delta.py)
+@pytest.mark.parametrize("target", tiered("rc25", "main", fast=0))
 def test_declared_delta_is_measured_on_the_miniature(miniature_template, tmp_path, target):
     res = run_delta(miniature_template, target, tmp_path)
-    assert res.ok, res.mismatches + res.invalid
-    assert (res.unpatched["failed"], res.unpatched["passed"], res.patched["passed"]) == (23, 7, 30)
-    assert len(res.fail_to_pass) == 23 and len(res.pass_to_pass) == 7 and not res.pass_to_fail
+    [fx] = res.fixes
+    assert res.ok, fx.mismatches + fx.invalid
+    assert (fx.unpatched["failed"], fx.unpatched["passed"], fx.patched["passed"]) == (23, 7, 30)
+    assert len(fx.fail_to_pass) == 23 and len(fx.pass_to_pass) == 7 and not fx.pass_to_fail
     report = json.loads(Path(res.report).read_text())
-    for key in ("target", "mode", "upstream_commit", "unpatched", "patched", "fail_to_pass", "pass_to_pass",
-                "pass_to_fail", "fail_to_fail", "expected", "matches_expected"):
+    for key in ("schema", "target", "mode", "upstream_ref", "upstream_commit", "ok", "valid", "matches_expected"):
         assert key in report
+    [section] = report["fixes"]  # schema 2: a section per fix of the stack; a one-fix set has one
+    assert (section["id"], section["kind"]) == ("19514", "ours") and report["schema"] == 2
+    for key in ("tests", "unpatched", "patched", "fail_to_pass", "pass_to_pass", "pass_to_fail", "fail_to_fail",
+                "expected", "matches_expected", "mismatches", "valid", "invalid", "junit", "fixed_upstream"):
+        assert key in section
     assert report["upstream_commit"] == sh("git", "-C", miniature_template, "rev-parse", "v1.3.0rc25^{commit}"
                                            if target == "rc25" else "main").stdout.strip()
-    assert report["unpatched"]["tests"][f"{REGRESSION}::test_whisper_large_v3_pool_holds_all_encoder_positions"] == "failed"
+    assert section["unpatched"]["tests"][f"{REGRESSION}::test_whisper_large_v3_pool_holds_all_encoder_positions"] == "failed"
     for name in ("unpatched", "patched"):
-        assert "<testsuite" in Path(res.junit[name]).read_text()
+        assert "<testsuite" in Path(fx.junit[name]).read_text()
 
 
 @pytest.mark.slow  # make test-slow (.ci/run): a second delta on rc25
@@ -51,8 +58,9 @@ def test_rc25s_test_tells_the_verified_form_from_mains(miniature_template, tmp_p
     ours = sorted((root / "patches" / "rc25").glob("0001-*.patch"))[0]
     ours.write_text(sorted((ROOT / "patches" / "main").glob("0001-*.patch"))[0].read_text())
     res = run_delta(miniature_template, "rc25", tmp_path, root=root)
+    [fx] = res.fixes
     assert not res.ok
-    assert sorted(t.split("::")[1] for t in res.fail_to_fail) == [
+    assert sorted(t.split("::")[1] for t in fx.fail_to_fail) == [
         "test_every_declared_length_name_sizes_the_pool[max_position_embeddings]",
         "test_every_declared_length_name_sizes_the_pool[n_positions]"]
 
@@ -60,10 +68,12 @@ def test_rc25s_test_tells_the_verified_form_from_mains(miniature_template, tmp_p
 @pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
 def test_main_lists_the_container_only_neighbour_as_not_run(miniature_template, tmp_path):
     res = run_delta(miniature_template, "main", tmp_path)
+    [fx] = res.fixes
     assert res.ok
-    [(tid, why)] = {k.split("::")[0]: v for k, v in res.not_run.items()}.items()
+    [(tid, why)] = {k.split("::")[0]: v for k, v in fx.not_run.items()}.items()
     assert tid.endswith("test_dual_pool_kv_cache.py") and "No module named 'torch'" in why
-    assert res.hints == [Hint.run(None, mode="container")]
+    [hint] = res.hints  # container mode, with the BASE a branch needs (#27 item 4)
+    assert hint.command is None and [k for k, _v in hint.settings] == ["mode", "base"] and hint.settings[0][1] == "container"
 
 
 def _edit_expected(root: Path, target: str, edit) -> None:
@@ -112,8 +122,9 @@ def test_pass_to_fail_in_a_neighbour_fails_the_delta(upstream, tmp_path):
                    "    c._max_seq_len, c._llm_args = 4096, NS(max_input_len=1024)\n"
                    "    assert c._get_cross_kv_cache_layout()[3] == 1024\n")
     res = run_delta(upstream, "rc25", tmp_path, root)
-    assert res.pass_to_fail == [f"{NEIGHBOUR}::test_old_behaviour_max_input_len_wins"]
-    assert not res.ok and f"pass->fail: {NEIGHBOUR}::test_old_behaviour_max_input_len_wins" in res.mismatches
+    [fx] = res.fixes
+    assert fx.pass_to_fail == [f"{NEIGHBOUR}::test_old_behaviour_max_input_len_wins"]
+    assert not res.ok and f"pass->fail: {NEIGHBOUR}::test_old_behaviour_max_input_len_wins" in fx.mismatches
 
 
 @pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
@@ -121,8 +132,9 @@ def test_collection_error_is_its_own_category_and_fails_when_named(upstream, tmp
     root = copy_root(tmp_path)
     _add_neighbour(upstream, root, "def broken(:\n", expected={"patched": {"passed": 1}})
     res = run_delta(upstream, "rc25", tmp_path, root)
-    assert res.unpatched["error"] == 1 and res.patched["error"] == 1
-    assert any(m.startswith(f"{NEIGHBOUR} patched: passed 0 (expected 1), error 1 (expected 0)") for m in res.mismatches)
+    [fx] = res.fixes
+    assert fx.unpatched["error"] == 1 and fx.patched["error"] == 1
+    assert any(m.startswith(f"{NEIGHBOUR} patched: passed 0 (expected 1), error 1 (expected 0)") for m in fx.mismatches)
     assert not res.ok
 
 
@@ -132,9 +144,10 @@ def test_skipped_test_never_counts_as_passing(upstream, tmp_path):
     _add_neighbour(upstream, root, "import pytest\n\ndef test_later():\n    pytest.skip('not today')\n",
                    expected={"unpatched": {"passed": 1}, "patched": {"passed": 1}})
     res = run_delta(upstream, "rc25", tmp_path, root)
-    assert res.patched["tests"][f"{NEIGHBOUR}::test_later"] == "skipped"
-    assert res.other == {f"{NEIGHBOUR}::test_later": "skipped->skipped"}
-    assert not res.ok and any("skipped 1 (expected 0)" in m for m in res.mismatches)
+    [fx] = res.fixes
+    assert fx.patched["tests"][f"{NEIGHBOUR}::test_later"] == "skipped"
+    assert fx.other == {f"{NEIGHBOUR}::test_later": "skipped->skipped"}
+    assert not res.ok and any("skipped 1 (expected 0)" in m for m in fx.mismatches)
 
 
 @pytest.mark.slow  # make test-slow (.ci/run): make test keeps one case of this kind
@@ -146,7 +159,8 @@ def test_run_whose_collection_failed_is_invalid(upstream, tmp_path):
     sh("git", "-C", upstream, "commit", "-qm", "x")
     sh("git", "-C", upstream, "tag", "-f", "v1.3.0rc25")
     res = run_delta(upstream, "rc25", tmp_path, root)
-    assert not res.valid and any("collection failed" in why for why in res.invalid)
+    [fx] = res.fixes
+    assert not res.valid and any("collection failed" in why for why in fx.invalid)
 
 
 @pytest.mark.parametrize("exitstatus, tests, why", [
@@ -190,6 +204,7 @@ def test_container_mode_runs_the_same_selection_in_both_images(miniature_templat
     fake = FakeBuilder()
     images = ("nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc25", "localhost/trtllm:1.3.0rc25-abc")
     res = run_delta(miniature_template, "rc25", tmp_path, mode="container", runner=ContainerRunner(fake), images=images)
+    [fx] = res.fixes
     assert res.ok and res.mode == "container"
     assert [c[0] for c in fake.calls] == list(images)
     for image, argv, mounts, listing in fake.calls:
@@ -218,5 +233,6 @@ def test_declared_test_missing_at_the_ref_is_named(upstream, tmp_path):
     root = copy_root(tmp_path)
     _edit_expected(root, "rc25", lambda d: d["tests"].update(neighbours=["tests/unittest/test_gone.py"]))
     res = run_delta(upstream, "rc25", tmp_path, root)
+    [fx] = res.fixes
     assert res.valid and not res.ok
-    assert res.mismatches == ["tests/unittest/test_gone.py: declared, but does not exist at refs/tags/v1.3.0rc25"]
+    assert fx.mismatches == ["tests/unittest/test_gone.py: declared, but does not exist at refs/tags/v1.3.0rc25"]

@@ -101,11 +101,12 @@ def test_existing_tests_are_ticked_only_from_a_container_mode_report(upstream, c
     report = measured(checkout, "main", tmp_path)
     data = json.loads(report.read_text())
     neighbour = patchset.load(ROOT, "main").tests.neighbours[0]
-    assert data["patched"]["tests"][neighbour] == "not_run"
+    [fix] = data["fixes"]
+    assert fix["patched"]["tests"][neighbour] == "not_run"
     data["mode"] = "container"  # as a container-mode run reports it, with the existing test run and passed
     for tree in ("unpatched", "patched"):
-        data[tree]["tests"][neighbour] = "passed"
-    data["not_run"] = {}
+        fix[tree]["tests"][neighbour] = "passed"
+    fix["not_run"] = {}
     data["builder"] = "podman"
     data["images"] = {"unpatched": {"name": "registry.example/trtllm:1"}, "patched": {"name": "localhost/patchkit/trtllm:1-abc"}}
     report.write_text(json.dumps(data))

@@ -99,10 +99,11 @@ def test_the_sentence_on_how_the_variant_differs_comes_from_patchset_yaml(checko
 def test_numbers_come_from_the_report(checkout, tmp_path):
     report = measured(checkout, "rc25", tmp_path)
     data = json.loads(report.read_text())
-    first = next(t for t, o in data["unpatched"]["tests"].items() if o == "failed")
-    data["unpatched"]["tests"][first] = "passed"
-    data["unpatched"]["passed"] += 1
-    data["unpatched"]["failed"] -= 1
+    [fix] = data["fixes"]
+    first = next(t for t, o in fix["unpatched"]["tests"].items() if o == "failed")
+    fix["unpatched"]["tests"][first] = "passed"
+    fix["unpatched"]["passed"] += 1
+    fix["unpatched"]["failed"] -= 1
     report.write_text(json.dumps(data))
     res = make_pr(checkout, "rc25", tmp_path, report, signoff=SIGNOFF)
     assert "(new, 30 cases): 22 failed / 8 passed without the fix → 30 passed with it." in res.body
@@ -129,7 +130,7 @@ def test_refuses_a_report_for_another_upstream_commit(checkout, tmp_path):
 def test_refuses_a_report_that_did_not_match(checkout, tmp_path):
     report = measured(checkout, "main", tmp_path)
     data = json.loads(report.read_text())
-    data["matches_expected"] = False
+    data["fixes"][0]["matches_expected"] = False
     report.write_text(json.dumps(data))
     with pytest.raises(Conflict, match="does not match the set's expectations"):
         make_pr(checkout, "main", tmp_path, report, signoff=SIGNOFF)

@@ -3,6 +3,8 @@ the overlay's DEP-3 trailers and keep the sign-off; it names its fix on a stack 
 says "Depends on #<n>" when the fix, measured, needs a backport beneath it."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from helpers import ROOT, sh
@@ -85,35 +87,46 @@ def _only_own(root, target, miniature, work, edits, new, tests):
 
 @pytest.mark.slow  # a delta, a lint and the measurement of two trees: make test-slow (.ci/run)
 def test_a_fix_whose_tests_need_a_backport_says_depends_on_it(miniature_template, checkout, tmp_path):
-    """Our fix's test exercises #19450's guard: on the tag alone 1 of its 4 cases passes, with
-    #19450 beneath it all 4. The PR still carries only our fix, and says it depends on #19450."""
+    """Our fix (a block budget is never empty) has a test that also exercises #19450's guard: its
+    delta (without it: the stack beneath it and its test) shows the budget case fail -> pass; on
+    the tag alone only 2 of its 5 cases pass, with #19450 beneath it all 5. The PR still carries
+    only our fix, and says it depends on #19450."""
     root = copy_project(tmp_path)
     test = sh("git", "-C", miniature_template, "show", f"refs/pull/19450/head:{REUSE_TEST}").stdout
+    test = test.replace("import reusable_cross_blocks", "import block_budget, reusable_cross_blocks") + (
+        "\n\ndef test_a_budget_is_never_empty():\n    assert block_budget(2, reserved=5) == 1\n")
     again = REUSE_TEST.replace("test_cross_prefix_reuse", "test_prefix_reuse_again")
-    _only_own(root, "rc25", miniature_template, tmp_path, {SCHEDULER: ("max(free", "max(0 + free")}, {again: test},
+    _only_own(root, "rc25", miniature_template, tmp_path, {SCHEDULER: ("reserved, 0)", "reserved, 1)")}, {again: test},
               [again])
     res = _pr(root, "rc25", checkout, tmp_path)
-    assert ("Depends on #19450: its tests give what it declares only with it (test_prefix_reuse_again.py 1 of 4 "
+    assert ("Depends on #19450: its tests give what it declares only with it (test_prefix_reuse_again.py 2 of 5 "
             "passed with this change alone, source mode).") in res.body
     changed = sh("git", "-C", checkout, "diff", "--name-only", "v1.3.0rc25", res.branch).stdout.split()
     assert changed == [SCHEDULER, again]
     guard = sh("git", "-C", checkout, "show", f"{res.branch}:{SCHEDULER}").stdout
-    assert "if unique is None" not in guard and "max(0 + free" in guard  # ours, without #19450's guard
+    assert "if unique is None" not in guard and "reserved, 1)" in guard  # ours, without #19450's guard
 
 
 @pytest.mark.slow  # as above
 def test_a_fix_made_on_a_backports_lines_goes_on_3_way_and_says_depends_on_it(miniature_template, checkout, tmp_path):
-    """Our fix changes a line beside #19450's guard: it does not apply on the tag alone; it goes
-    onto the tag 3-way, from the stack beneath it, and the PR says it depends on #19450."""
+    """Our fix changes a line beside #19450's guard (and its test checks it): it does not apply on
+    the tag alone; it goes onto the tag 3-way, from the stack beneath it, and the PR says it
+    depends on #19450."""
     root = copy_project(tmp_path)
     doc = '"""Whole blocks of the request\'s encoder output that prefix reuse can share."""'
+    said = REUSE_TEST.replace("test_cross_prefix_reuse", "test_reuse_says_if_any")
+    test = ("from tensorrt_llm._torch.pyexecutor.scheduler import reusable_cross_blocks\n\n\n"
+            "def test_it_says_there_may_be_none():\n    assert \"if any\" in reusable_cross_blocks.__doc__\n")
     _only_own(root, "rc25", miniature_template, tmp_path, {SCHEDULER: (doc, doc.replace("share.", "share, if any."))},
-              {}, [REUSE_TEST])
+              {said: test}, [said])
     ps = patchset.load(root, "rc25")
     base = sh("git", "-C", checkout, "rev-parse", "v1.3.0rc25^{commit}").stdout.strip()
     measured = depends.measure(ps, ps.fix("99999"), Repo(checkout), base)
     assert measured.on == ("#19450",) and measured.why == "this change does not apply on v1.3.0rc25 without it"
     res = _pr(root, "rc25", checkout, tmp_path)
     assert "Depends on #19450: this change does not apply on v1.3.0rc25 without it." in res.body
+    # make delta: the tree without #19450 cannot carry our fix either (made on its lines): it is cut there, and said
+    graded = json.loads((tmp_path / "delta.json").read_text())["fixes"]
+    assert {f["id"]: f["left_out"] for f in graded} == {"19450": ["99999"], "99999": []}
     after = sh("git", "-C", checkout, "show", f"{res.branch}:{SCHEDULER}").stdout
     assert "share, if any." in after and "if unique is None" not in after

@@ -124,36 +124,6 @@ def export_result(r) -> str:
     return "\n".join(lines) + waiver
 
 
-def delta_result(r: DeltaResult) -> str:
-    if r.fixed_upstream is not None:
-        fx = r.fixed_upstream
-        s = r.unpatched
-        return "\n".join([
-            f"delta {r.target} ({r.mode} mode) on {r.upstream_ref} {r.upstream_commit[:12]}: the series does not apply",
-            table([("unpatched", s["passed"], s["failed"], s["error"], s["skipped"], s["not_run"])],
-                  ("tree", "passed", "failed", "error", "skipped", "not run")),
-            f"verdict: {fx['summary']} ({fx['probe_mode']} mode, against what the set declares with it); "
-            f"report: {r.report}",
-            f"to do: {fx['advice']}"])
-    rows = [(name, s["passed"], s["failed"], s["error"], s["skipped"], s["not_run"])
-            for name, s in (("unpatched", r.unpatched), ("patched", r.patched))]
-    lines = [f"delta {r.target} ({r.mode} mode) on {r.upstream_ref} {r.upstream_commit[:12]}"]
-    lines += [f"{name} image: {i['name']}" + (f" ({i['id'][:12]}, {r.builder})" if i.get("id") else "")
-              for name, i in r.images.items()]
-    lines += [table(rows, ("tree", "passed", "failed", "error", "skipped", "not run")), "",
-              table([("fail->pass", len(r.fail_to_pass)), ("pass->pass", len(r.pass_to_pass)),
-                     ("pass->fail", len(r.pass_to_fail)), ("fail->fail", len(r.fail_to_fail)),
-                     ("other", len(r.other))])]
-    files = sorted({tid.split("::")[0] for tid in r.not_run})
-    for f in files:
-        reason = next(v for k, v in r.not_run.items() if k.split("::")[0] == f)
-        lines.append(f"not run here: {f} ({reason})")
-    lines += [f"INVALID: {why}" for why in r.invalid]
-    lines += [f"MISMATCH: {m}" for m in r.mismatches]
-    lines.append(f"verdict: {'matches the declared delta' if r.ok else 'does not match'}; report: {r.report}")
-    return "\n".join(lines)
-
-
 def short_ref(ref: str) -> str:
     """refs/tags/v1.3.0rc25 -> v1.3.0rc25, refs/remotes/origin/main -> origin/main."""
     for prefix in ("refs/tags/", "refs/remotes/", "refs/heads/"):
@@ -180,10 +150,12 @@ def waivers_result(r: WaiverReport) -> str:
     for title, rows in ((f"at {ref} (upstream, without the set)", r.before), ("after the set", r.after)):
         lines.append(f"{title}:")
         for tw in rows:
+            # a stack of several fixes: each test says whose it is
+            test = tw.test + (f" (fix {', '.join(tw.fixes) or 'none: the waiver intent'})" if r.stack > 1 else "")
             if not tw.lines:
-                lines.append(f"  {tw.test}: runs (no line waives it)")
+                lines.append(f"  {test}: runs (no line waives it)")
             for h in tw.lines:
-                lines.append(f"  {tw.test}: waived by line {h['line']} at the {h['level']} level "
+                lines.append(f"  {test}: waived by line {h['line']} at the {h['level']} level "
                              f"in {', '.join(h['stages'])}: {h['text']}")
     if r.narrowing is not None:
         n = r.narrowing
@@ -313,7 +285,7 @@ def verdict_line(command: str, result) -> str:
 
 
 # How each kind of result reads; the demo's sections name theirs.
-RESULTS = {"apply": apply_result, "check": check_results, "waivers": waivers_result, "delta": delta_result,
+RESULTS = {"apply": apply_result, "check": check_results, "waivers": waivers_result,
            "pr": pr_result}
 
 

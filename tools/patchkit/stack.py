@@ -105,6 +105,14 @@ def without(ps: PatchSet, fix: Fix) -> list[Patch]:
     return out
 
 
+def cut(ps: PatchSet, ids: Sequence[str]) -> PatchSet:
+    """The stack with these fixes cut to their test files (a fix fixed upstream, or one that
+    does not apply without a fix beneath it): what the others' delta is measured on."""
+    gone = set(ids)
+    return replace(ps, fixes=tuple(replace(f, patches=tuple(t for p in f.patches if (t := test_part(p)) is not None))
+                                   if f.id in gone else f for f in ps.fixes))
+
+
 def code_patches(fix: Fix) -> list[Patch]:
     """The patches of the fix that change more than tests."""
     return [p for p in fix.patches if not p.tests_only]

@@ -34,5 +34,5 @@ def delta_bench(root: Path, workdir: Path, target: str = "rc25", repeat: int = 3
             seconds = time.perf_counter() - t0
         if seconds < best:
             best, best_steps = seconds, [s for s in steps if not s[0].startswith("measuring")]
-        cases = res.unpatched["passed"] + res.unpatched["failed"]
+        cases = sum(f.unpatched["passed"] + f.unpatched["failed"] for f in res.fixes)
     return DeltaBench(target, best, cases, steps=tuple(best_steps))

@@ -1,6 +1,8 @@
 """make summary: many delta, lint and radar reports (a workflow's artifacts) as one table.
 
-One row per target, check and upstream commit: reports measured at different upstream
+One row per target, check, upstream commit and, for a delta, fix of the target's stack (a
+delta report of schema 2 has a section per fix; one of schema 1, before stacks, reads as the
+report of a stack of one fix, the set's own): reports measured at different upstream
 commits are never merged into one row, and a target measured at more than one commit, or a
 report made for another version of its patch set, is flagged. A file that looks like a report
 and is not a sound one (bad or truncated JSON, a report's keys with wrong values) is one line
@@ -37,10 +39,12 @@ class Row:
     flags: tuple[str, ...]
     reports: tuple[str, ...]  # the files, relative to REPORTS
     ok: bool = False  # the verdict is a good one and nothing is flagged
+    fix: str = ""  # the fix of the stack a delta or radar row reports ("" : a check of the whole stack, lint)
 
 
-def _row(target: str, check: str, commit: str, counts: str, verdict: str, flags: list[str], reports: list[str]) -> Row:
-    return Row(target, check, commit, counts, verdict, tuple(flags), tuple(reports), verdict in GOOD and not flags)
+def _row(target: str, fix: str, check: str, commit: str, counts: str, verdict: str, flags: list[str],
+         reports: list[str]) -> Row:
+    return Row(target, check, commit, counts, verdict, tuple(flags), tuple(reports), verdict in GOOD and not flags, fix)
 
 
 @dataclass
@@ -56,13 +60,41 @@ class SummaryResult:
 # -- the report kinds: how each is recognised, checked and read into a row ------------------
 _TREE = S.record({k: S.optional(S.count(), 0) for k in ("passed", "failed", "error", "skipped", "not_run")},
                  unknown=True)
-_DELTA = S.record({
-    "target": S.string(), "mode": S.string(), "upstream_commit": S.string(), "upstream_ref": S.string(),
+# What a delta report says of one fix (schema 1: at its top level; schema 2: each of `fixes`).
+_FIX_DELTA = {
     "matches_expected": S.boolean(), "valid": S.boolean(), "unpatched": _TREE, "patched": S.optional(_TREE),
     "expected": S.optional(S.mapping_of(S.string(), S.record({}, unknown=True))),
     "tests": S.optional(S.list_of(S.string())),
     "fixed_upstream": S.optional(S.record({}, unknown=True)),
-}, unknown=True)
+}
+_DELTA_TARGET = {"target": S.string(), "mode": S.string(), "upstream_commit": S.string(), "upstream_ref": S.string(),
+                 "matches_expected": S.boolean()}
+_DELTA_1 = S.record({**_DELTA_TARGET, **_FIX_DELTA}, unknown=True)
+_DELTA_2 = S.record({**_DELTA_TARGET, "schema": S.count(), "valid": S.boolean(),
+                     "fixes": S.list_of(S.record({"id": S.string(), "kind": S.string(), **_FIX_DELTA}, unknown=True))},
+                    unknown=True)
+DELTA_SCHEMAS = {1: _DELTA_1, 2: _DELTA_2}
+
+
+def _delta_check(value: Any, key: str, where: str = "") -> Any:
+    """A delta report of a schema this patchkit reads (1, before stacks, has no `schema` key)."""
+    schema = value.get("schema", 1) if isinstance(value, dict) else 1
+    if schema not in DELTA_SCHEMAS:
+        raise S.fail(where, "schema", f"{schema!r} is not a delta report schema this patchkit reads "
+                                      f"({', '.join(map(str, DELTA_SCHEMAS))})")
+    return DELTA_SCHEMAS[schema](value, key, where)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One row's worth of a report: which fix (delta), check, commit, counts, verdict, and why stale."""
+
+    fix: str
+    check: str
+    commit: str
+    counts: str
+    verdict: str
+    stale: str | None = None
 
 
 @dataclass(frozen=True)
@@ -70,8 +102,7 @@ class Kind:
     name: str
     keys: frozenset[str]  # a report of this kind has all of these
     check: Callable[[Any, str, str], Any]
-    read: Callable[[dict], tuple[str, str, str, str, str]]  # -> target, check, commit, counts, verdict
-    stale: Callable[[dict, Any], str | None] = lambda data, ps: None  # ps: the set on disk
+    read: Callable[[dict, Any], list[Reading]]  # (the report, the target's set on disk or None) -> its rows
 
 
 def _counts(tree: dict) -> str:
@@ -79,40 +110,63 @@ def _counts(tree: dict) -> str:
                      if tree.get(k)) or "no tests"
 
 
-def _delta_row(d: dict) -> tuple[str, str, str, str, str]:
-    counts = f"unpatched {_counts(d['unpatched'])}"
-    if d.get("patched"):
-        counts += f" → patched {_counts(d['patched'])}"
-    if d.get("fixed_upstream"):
+def _delta_rows(d: dict, ps) -> list[Reading]:
+    """A row per fix the report grades; a schema 1 report grades the set's own fix (the only own
+    fix of the set on disk, whose expectations it was graded against)."""
+    if "fixes" in d:
+        return [Reading(s["id"], f"delta {d['mode']}", d["upstream_commit"], *_delta_said(s),
+                        _delta_stale(d["mode"], s, ps) if ps is not None else None) for s in d["fixes"]]
+    own = ([f for f in ps.fixes if f.ours] or list(ps.fixes)) if ps is not None else []
+    s = dict(d, id=own[0].id if len(own) == 1 else "")
+    stale = _delta_stale(d["mode"], s, ps) if ps is not None else None
+    if ps is not None and len(ps.fixes) > 1:
+        stale = f"stale: measured before the stack ({len(ps.fixes)} fixes now), as a set of one fix"
+    return [Reading(s["id"], f"delta {d['mode']}", d["upstream_commit"], *_delta_said(s), stale)]
+
+
+def _delta_said(s: dict) -> tuple[str, str]:
+    counts = f"unpatched {_counts(s['unpatched'])}"
+    if s.get("patched"):
+        counts += f" → patched {_counts(s['patched'])}"
+    if s.get("fixed_upstream"):
         verdict = "fixed upstream"
-    elif not d["valid"]:
+    elif not s["valid"]:
         verdict = "invalid"
     else:
-        verdict = "matches" if d["matches_expected"] else "mismatch"
-    return d["target"], f"delta {d['mode']}", d["upstream_commit"], counts, verdict
+        verdict = "matches" if s["matches_expected"] else "mismatch"
+    return counts, verdict
 
 
-def _delta_stale(d: dict, ps) -> str | None:
-    """A report graded against expectations, or for tests, that the set no longer declares."""
-    if "expected" in d and d["expected"] != (ps.expected or {}).get(d["mode"], {}):
-        return "stale: the set's expected delta changed since"
-    if "tests" in d and list(d["tests"]) != list(ps.tests.all):
-        return "stale: the set's tests changed since"
+def _delta_stale(mode: str, s: dict, ps) -> str | None:
+    """A section graded against expectations, or for tests, that its fix no longer declares."""
+    fix = next((f for f in ps.fixes if f.id == s["id"]), None)
+    if fix is None:
+        return f"stale: {ps.target} carries no fix {s['id']} now" if s["id"] else \
+            f"stale: the {ps.target} set carries {len(ps.fixes)} fixes now"
+    who = "the set's" if len(ps.fixes) == 1 else f"fix {fix.id}'s"
+    if "expected" in s and s["expected"] != (fix.expected or {}).get(mode, {}):
+        return f"stale: {who} expected delta changed since"
+    if "tests" in s and list(s["tests"]) != list(fix.tests.all):
+        return f"stale: {who} tests changed since"
     return None
 
 
 _COMMIT = S.record({"commit": S.string()}, unknown=True)
+_RADAR_FIX = S.record({"id": S.string(), "changed": S.boolean(), "action": S.string()}, unknown=True)
 _RADAR = S.record({"target": S.string(), "since": _COMMIT, "until": _COMMIT, "changed": S.boolean(),
-                   "action": S.string(), "verdict": S.string(), "commits_in_range": S.count()}, unknown=True)
+                   "action": S.string(), "verdict": S.string(), "commits_in_range": S.count(),
+                   "fixes": S.optional(S.list_of(_RADAR_FIX))}, unknown=True)
 
 
-def _radar_row(d: dict) -> tuple[str, str, str, str, str]:
-    """make radar: measured up to its UNTIL commit; changed means the set's status moved since SINCE;
-    a set that needed work already at SINCE (and radar exited 1 for it) is not "unchanged"."""
+def _radar_row(d: dict, ps) -> list[Reading]:
+    """make radar: measured up to its UNTIL commit; changed means a status moved since SINCE; one
+    that needed work already at SINCE (and radar exited 1 for it) is not "unchanged". A row per
+    fix where the report has a section per fix (schema 2), else one for the set."""
     counts = f"{d['commits_in_range']} commits since {d['since']['commit'][:12]}"
-    said = (f"changed: {d['action']}" if d["changed"] else
-            "unchanged" if d["action"] == "nothing" else f"already at SINCE: {d['action']}")
-    return d["target"], "radar", d["until"]["commit"], counts, said
+    return [Reading(s.get("id", ""), "radar", d["until"]["commit"], counts,
+                    f"changed: {s['action']}" if s["changed"] else
+                    "unchanged" if s["action"] == "nothing" else f"already at SINCE: {s['action']}")
+            for s in (d.get("fixes") or [d])]
 
 
 _LINT = S.record({"target": S.string(), "upstream_commit": S.string(), "patch_set": S.string(),
@@ -121,24 +175,20 @@ _LINT = S.record({"target": S.string(), "upstream_commit": S.string(), "patch_se
                   "config_found": S.optional(S.boolean(), True)}, unknown=True)
 
 
-def _lint_row(d: dict) -> tuple[str, str, str, str, str]:
+def _lint_row(d: dict, ps) -> list[Reading]:
     """make lint: upstream's own hooks on the series' files."""
     counts = f"{len(d['ran'])} hooks ran, {len(d['failures'])} failing"
     verdict = "clean" if d["config_found"] and not d["failures"] else \
         ("no pre-commit config" if not d["config_found"] else "hooks fail")
     if d.get("error") or d.get("tool_missing"):  # pre-commit or a pinned tool could not run: no verdict
         verdict = "not checked"
-    return d["target"], "lint", d["upstream_commit"], counts, verdict
-
-
-def _lint_stale(d: dict, ps) -> str | None:
-    return None if d["patch_set"] == ps.content_hash else "stale: made for another version of the set"
+    stale = None if ps is None or d["patch_set"] == ps.content_hash else "stale: made for another version of the set"
+    return [Reading("", "lint", d["upstream_commit"], counts, verdict, stale)]
 
 
 KINDS: list[Kind] = [
-    Kind("delta", frozenset({"target", "mode", "upstream_commit", "matches_expected", "unpatched"}), _DELTA,
-         _delta_row, _delta_stale),
-    Kind("lint", frozenset({"target", "upstream_commit", "patch_set", "ran", "failures"}), _LINT, _lint_row, _lint_stale),
+    Kind("delta", frozenset({"target", "mode", "upstream_commit", "matches_expected"}), _delta_check, _delta_rows),
+    Kind("lint", frozenset({"target", "upstream_commit", "patch_set", "ran", "failures"}), _LINT, _lint_row),
     Kind("radar", frozenset({"target", "since", "until", "changed", "action", "timeline"}), _RADAR, _radar_row),
 ]
 
@@ -212,7 +262,9 @@ def summarize(root: Path, reports: Path | list[Path], out: Path | None = None,
     if not files:
         raise NotFound(f"no reports (*.json) under {', '.join(map(str, folders))}", setting="reports")
     sets = {t: None for t in patchset.targets(root)}
-    grouped: dict[tuple[str, str, str], list[tuple[tuple[str, str], str, str | None]]] = defaultdict(list)
+    # (target, check, fix, commit) -> [((counts, verdict), report, stale)]
+    grouped: dict[tuple[str, str, str, str], list[tuple[tuple[str, str], str, str | None]]] = defaultdict(list)
+    fix_order: dict[tuple[str, str], int] = {}  # (target, fix) -> where the fix is in its stack
     read = []
     for path, rel in files:
         data = _load(path, str(path))
@@ -222,23 +274,24 @@ def summarize(root: Path, reports: Path | list[Path], out: Path | None = None,
             continue
         read.append(path)
         data = S.validate(data, kind.check, str(path))
-        target, check, commit, counts, verdict = kind.read(data)
-        stale = None
-        if target not in sets:
-            stale = f"no patch set {target} under patches/"
-        else:
-            if sets[target] is None:
-                sets[target] = patchset.load(root, target)
-            stale = kind.stale(data, sets[target])
-        grouped[(target, check, commit)].append(((counts, verdict), rel, stale))
+        target = data["target"]
+        if target in sets and sets[target] is None:
+            sets[target] = patchset.load(root, target)
+        ps = sets.get(target)
+        for i, r in enumerate(kind.read(data, ps)):
+            stale = f"no patch set {target} under patches/" if target not in sets else r.stale
+            order = [f.id for f in ps.fixes] if ps is not None else []
+            fix_order.setdefault((target, r.fix), order.index(r.fix) if r.fix in order else len(order) + i)
+            grouped[(target, r.check, r.fix, r.commit)].append(((r.counts, r.verdict), rel, stale))
     if not grouped:
         raise NotFound(f"no delta, lint or radar report under {', '.join(map(str, folders))} "
                        f"({len(skipped)} skipped: {skipped[0]}{', ...' if len(skipped) > 1 else ''})", setting="reports")
     commits: dict[str, set[str]] = defaultdict(set)
-    for target, check, commit in grouped:
+    for target, _check, _fix, commit in grouped:
         commits[target].add(commit)
     rows = []
-    for (target, check, commit), found in sorted(grouped.items(), key=lambda kv: (kv[0][0], _order(kv[0][1]), kv[0][2])):
+    for (target, check, fix, commit), found in sorted(grouped.items(), key=lambda kv: (
+            kv[0][0], _order(kv[0][1]), fix_order[(kv[0][0], kv[0][2])], kv[0][3])):
         by_result: dict[tuple[str, str], list] = defaultdict(list)
         for result, rel, stale in found:
             by_result[result].append((rel, stale))
@@ -248,8 +301,9 @@ def summarize(root: Path, reports: Path | list[Path], out: Path | None = None,
             if others:  # whatever this row's verdict: the target's rows are not one measurement
                 flags.append(f"{target} also measured at {', '.join(others)}: rows of different upstream commits")
             if len(by_result) > 1:
-                flags.append(f"reports disagree: another {check} report of {target} at this commit says otherwise")
-            rows.append(_row(target, check, commit, counts, verdict, flags, [rel for rel, _ in same]))
+                of = f"{target} fix {fix}" if fix else target
+                flags.append(f"reports disagree: another {check} report of {of} at this commit says otherwise")
+            rows.append(_row(target, fix, check, commit, counts, verdict, flags, [rel for rel, _ in same]))
     res = SummaryResult(", ".join(map(str, folders)), rows, all(r.ok for r in rows), skipped=skipped)
     res.markdown = _render(res)
     if out is not None:
@@ -287,5 +341,5 @@ def _render(res: SummaryResult) -> str:
                                  lambda name: importlib.resources.files("patchkit").joinpath("templates", name)
                                  .read_text(encoding="utf-8")))
     env.filters["cell"] = _cell
-    return env.get_template("summary.md.j2").render(rows=res.rows, ok=res.ok, reports=sum(len(r.reports) for r in res.rows),
+    return env.get_template("summary.md.j2").render(rows=res.rows, ok=res.ok, reports=len({f for r in res.rows for f in r.reports}),
                                                     skipped=len(res.skipped))

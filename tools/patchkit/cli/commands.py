@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import demo_text, render
-from ..delta import MODES as DELTA_MODES
+from ..delta import MODES as DELTA_MODES, text as delta_text
 from ..errors import ExitCode
 from .runs import (_apply, _backport, _backport_text, _bench, _bench_text, _check, _container, _dco, _delta, _demo, _export, _lint, _miniature, _pr,
                    _push, _radar, _radar_text, _summary, _targets, _unapply, _waivers, _workflow)
@@ -41,13 +41,13 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
     Command("waivers", "which waiver lines skip the set's tests at its ref and after the set; its edit as -/+ lines", (TARGET, SRC, URL),
             _waivers, render.waivers_result,
             "make waivers TRTLLM=rc25\npatchkit waivers --target rc25 --src build/trtllm-rc25"),
-    Command("delta", "run the set's tests unpatched and patched, and grade the delta",
+    Command("delta", "run each fix's tests without it and with the whole stack, and grade its delta",
             (TARGET, SRC, URL, arg("--mode", "MODE", "default: source unless tensorrt_llm is importable",
-                                   choices=DELTA_MODES),
+                                   choices=DELTA_MODES), FIX_ID,
              arg("--report", "REPORT", "where to write the JSON report (default: build/delta/<target>.json)", type=Path),
              arg("--base", "BASE", "container mode: the unpatched image (default: the set's container.base)"),
              arg("--builder", "BUILDER", "container mode: buildah, podman or docker (default: the first that works)")),
-            _delta, render.delta_result,
+            _delta, delta_text.delta_result,
             "make delta TRTLLM=main REPORT=/tmp/main-delta.json\n"
             "patchkit delta --target main --src build/trtllm-main --report /tmp/main-delta.json",
             lambda res: _mismatch_unless(res.ok)),

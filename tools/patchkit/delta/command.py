@@ -1,19 +1,27 @@
-"""make delta: the unpatched-versus-patched test delta for a target, measured, never typed in."""
+"""make delta: each fix's test delta on the target, measured, never typed in.
+
+Each fix of the stack is graded on its own tests and its own expectations: *without* it (the
+rest of the stack and the fix's own test files: stack.without) against *with* the whole stack.
+Container mode: without is the base image, with the stack's image (make container); the
+trees then give only the tests. One report (schema 2, result.py) with a section per fix.
+"""
 from __future__ import annotations
 
 import importlib.util
-import json
 import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path, PurePosixPath
 
-from .. import atomic, progress, scratch, series
-from ..errors import Ask, BadInput, Hint
-from ..git import Repo
-from ..model import PatchSet
+from .. import atomic, progress, scratch, series, stack
+from ..errors import BadInput, Hint
+from ..git import Repo, Sha
+from ..model import Fix, PatchSet
 from ..upstream import base_of, refuse_symlinked_paths
-from . import MODES, compare, images as container_images, trees, upstreamfix
-from .run import ContainerRunner, Job, Runner, SourceRunner, TreeRun
+from . import MODES, images as container_images, result as R, trees, upstreamfix
+from .result import DeltaResult, FixDelta
+from .run import ContainerRunner, Job, Runner, SourceRunner, collects, only
+
+__all__ = ["DeltaResult", "FixDelta", "default_mode", "delta"]
 
 
 def default_mode() -> str:
@@ -21,71 +29,17 @@ def default_mode() -> str:
     return "container" if importlib.util.find_spec("tensorrt_llm") else "source"
 
 
-@dataclass
-class DeltaResult:
-    target: str
-    mode: str
-    upstream_ref: str
-    upstream_commit: str
-    tests: list[str]
-    unpatched: dict
-    patched: dict
-    fail_to_pass: list[str]
-    pass_to_pass: list[str]
-    pass_to_fail: list[str]
-    fail_to_fail: list[str]
-    other: dict[str, str]
-    not_run: dict[str, str]
-    expected: dict
-    matches_expected: bool
-    mismatches: list[str]
-    valid: bool
-    invalid: list[str]
-    junit: dict[str, str] = field(default_factory=dict)
-    report: str = ""
-    # Set when the series does not apply and the set's regression tests already give, on
-    # upstream alone, what the set declares for its patched tree: its own verdict.
-    fixed_upstream: dict | None = None
-    builder: str = ""  # container mode: the builder that ran the images
-    images: dict[str, dict] = field(default_factory=dict)  # container mode: tree -> name, id, digest, labels
-
-    @property
-    def ok(self) -> bool:
-        return self.valid and (self.matches_expected or self.fixed_upstream is not None)
-
-    @property
-    def hints(self) -> list[Hint]:
-        """Tests that could not run here run in container mode; the commit that fixed the bug
-        upstream is the one make radar bisects the set's tests to."""
-        return ([self._container_hint()] if self.not_run and self.mode != "container" else []) + (
-            [Hint.radar(self.target)] if self.fixed_upstream is not None else [])
-
-    def _container_hint(self) -> Hint:
-        """Container mode, in the image of the set's base. A release image is built from a tag;
-        a set on a branch (main) has none of its own, and its container.base, a release's, is
-        refused by the drift guard once the branch moved: it needs BASE, an image built from it
-        (#27 item 4: the hint said MODE=container alone, which main cannot run)."""
-        if self.upstream_ref.startswith("refs/tags/"):
-            return Hint.run(None, mode="container")
-        branch = self.upstream_ref.rsplit("/", 1)[-1]
-        return Hint(None, (("mode", "container"), ("base", Ask(f"an image built from {branch}"))),
-                    f"{branch} has no release image; make container needs the same BASE")
-
-
-def _tree_summary(run: TreeRun) -> dict:
-    return {**compare.counts(run), "exitstatus": run.exitstatus,
-            "tests": {tid: v["outcome"] for tid, v in sorted(run.tests.items())}}
-
-
 def delta(ps: PatchSet, *, repo: Repo, mode: str, report: Path, runner: Runner | None = None,
           images: tuple[str, str] | None = None, base_image: str | None = None,
-          builder_name: str | None = None) -> DeltaResult:
-    """Build both trees in scratch space, run the declared tests, classify, grade, write the report."""
+          builder_name: str | None = None, fix_id: str | None = None) -> DeltaResult:
+    """Build the trees in scratch space, run each fix's tests without it and with the stack,
+    classify, grade, write the report. fix_id: that fix only (default: every fix)."""
     if mode not in MODES:
         raise BadInput(f"must be one of {', '.join(MODES)}, not {mode!r}", setting="mode")
-    tests = list(ps.tests.all)
-    if not tests:
-        raise BadInput(f"the {ps.target} patch set declares no tests (tests.regression in patchset.yaml)")
+    chosen = [stack.find(ps, fix_id)] if fix_id is not None else list(ps.fixes)
+    if not any(f.tests.all for f in chosen):
+        whose = f"fix {chosen[0].id} of the {ps.target} stack" if fix_id is not None else f"the {ps.target} patch set"
+        raise BadInput(f"{whose} declares no tests (tests.regression in patchset.yaml)")
     ref, base = base_of(repo, ps)
     refuse_symlinked_paths(repo, base, ps)  # the trees are written from git archive: no link may lead out
     used: dict[str, dict] = {}
@@ -100,52 +54,108 @@ def delta(ps: PatchSet, *, repo: Repo, mode: str, report: Path, runner: Runner |
     if runner is None:
         runner = SourceRunner()
     _writable(report)
+    fixed, eff = _probe(ps, repo, base, ref, mode, runner)
+    keep = {f.id for f in chosen}
+    sections: dict[str, FixDelta] = {f.id: s for f, s in fixed if f.id in keep}
+    grade = [f for f in chosen if f.id not in {g.id for g, _s in fixed} and f.tests.all]
+    not_graded = {f.id: "declares no tests" for f in chosen if not f.tests.all}
+    if grade:
+        sections.update(_measure(eff, repo, base, ref, mode, grade, runner, images, report, not_graded))
+    order = [f.id for f in ps.fixes]
+    result = DeltaResult(ps.target, mode, ref, base, sorted(sections.values(), key=lambda s: order.index(s.id)),
+                         str(report), builder if grade else "", used or ({"unpatched": {"name": images[0]}, "patched": {"name": images[1]}}
+                                                       if images and grade else {}),
+                         not_graded, len(ps.fixes))
+    atomic.write_text(report, result.as_json())
+    return result
+
+
+def _probe(ps: PatchSet, repo: Repo, base: Sha, ref: str, mode: str, runner: Runner
+           ) -> tuple[list[tuple[Fix, FixDelta]], PatchSet]:
+    """Does the stack apply? Where a fix's patch does not, has upstream fixed its bug its own
+    way (its regression tests on upstream with the rest of the stack)? The fixes fixed upstream,
+    each with its section, and the stack the others are graded on (those fixes cut to their
+    test files); a fix that neither applies nor is fixed upstream stops the delta, naming its
+    patch, file and hunk."""
     with progress.step(f"probing the {ps.target} series on {ref}"):
         pre = series.apply_series(repo, base, ps.patches, committer_date=series.THROWAWAY_DATE, stop_on_conflict=False)
-    if not pre.ok:
-        # The patched tree cannot be built: has upstream fixed the bug its own way?
-        measured = upstreamfix.measure(ps, repo, base, pre.outcomes, runner if mode == "source" else None)
+    if pre.ok:
+        return [], ps
+    stacked = len(ps.fixes) > 1
+    found: list[tuple[Fix, FixDelta]] = []
+    for fix in ps.fixes:
+        mine = [o for o in pre.outcomes if stack.owner(ps, o.patch).id == fix.id]
+        if all(o.status != series.CONFLICT for o in mine):
+            continue
+        # Its patched tree cannot be built: has upstream fixed the bug its own way?
+        measured = upstreamfix.measure(ps, repo, base, pre.outcomes, runner if mode == "source" else None, fix=fix)
         if measured and measured[0].fixed:
-            return _fixed_upstream(ps, mode, ref, base, report, *measured)
-        # Where the set stopped applying, and what it needs (refresh, rework, retire): make radar.
-        pre.raise_on_conflict(f" to {base[:12]}", hint=Hint.radar(ps.target),
+            fx, run = measured
+            found.append((fix, R.fixed_upstream(fix, mode, dict(asdict(fx), summary=fx.summary(), advice=fx.advice(),
+                                                                 probe_mode=upstreamfix.MODE), run)))
+            continue
+        # Where the fix stopped applying, and what it needs (refresh, rework, retire): make radar.
+        cut = series.SeriesResult(pre.base, pre.tip, mine) if stacked else pre
+        cut.raise_on_conflict(f" to {base[:12]}" + (f" (fix {fix.id})" if stacked else ""), hint=Hint.radar(ps.target),
                               note=measured[0].summary() if measured else "")
+    # The others are graded on the stack as it stands upstream now: those fixes' test files only.
+    return found, stack.cut(ps, [f.id for f, _s in found])
+
+
+def _measure(ps: PatchSet, repo: Repo, base: Sha, ref: str, mode: str, fixes: list[Fix], runner: Runner,
+             images: tuple[str, str] | None, report: Path, not_graded: dict[str, str]) -> dict[str, FixDelta]:
+    """Each fix's section: its tests run in the tree without it and in the stack's tree; a fix
+    none of whose tests pytest collects goes to not_graded, saying so."""
+    stacked = len(ps.fixes) > 1
+    fixes = list(fixes)
+    out: dict[str, FixDelta] = {}
     with scratch.folder("delta") as work:
-        paths = trees.existing_paths(repo, base, ps, sorted(set(ps.touched_paths) | set(tests)))
+        wanted = sorted({t for f in fixes for t in f.tests.all})
+        paths = trees.existing_paths(repo, base, ps, sorted(set(ps.touched_paths) | set(wanted)))
         if mode == "container":  # the image's installed package is under test, not a copy in the tree
             paths = [p for p in paths if PurePosixPath(p).parts[0] != ps.container.package]
-        missing = [t for t in tests if t not in paths]
-        tests = [t for t in tests if t in paths]
-        with progress.step("writing the unpatched and the patched tree"):
-            tr = trees.build(repo, base, ps, work / "trees", paths=paths)
-        out = work / "out"
-        out.mkdir()
-        jobs = [Job("unpatched", tr.unpatched, out, images[0] if images else None),
-                Job("patched", tr.patched, out, images[1] if images else None)]
-        if not tests:
-            raise BadInput(f"none of the {ps.target} set's tests exists at {ref}: {', '.join(missing)}")
-        with progress.step(f"running {len(tests)} test file(s) in both trees ({mode} mode)"):
-            unpatched, patched = runner.run(jobs, tests, trees.source_modules(ps))
-        junit = {}
-        for run in (unpatched, patched):
+        tests = {f.id: [t for t in f.tests.all if t in paths and collects(t)] for f in fixes}
+        other = {f.id: [t for t in f.tests.all if t in paths and not collects(t)] for f in fixes}
+        for f in list(fixes):
+            if tests[f.id]:
+                continue
+            if other[f.id]:  # a C++ test, say: pytest runs none of them
+                not_graded[f.id] = f"pytest collects none of its tests ({', '.join(other[f.id])})"
+                fixes.remove(f)
+                continue
+            whose = f"fix {f.id}'s tests" if stacked else f"the {ps.target} set's tests"
+            missing = [t for t in f.tests.all if t not in paths]
+            raise BadInput(f"none of {whose} exists at {ref}: {', '.join(missing)}")
+        if not fixes:
+            return {}
+        with progress.step("writing the unpatched and the patched tree" if not stacked else
+                           f"writing the stack's tree and the tree without each of {len(fixes)} fix(es)"):
+            tr = trees.build(repo, base, ps, fixes, work / "trees", paths=paths)
+        # Each fix's tests in the tree without it; every fix's tests at once in the stack's tree
+        # (one run, cut per fix by test file): a stack of n fixes is n + 1 runs, not 2n.
+        union = sorted({t for f in fixes for t in tests[f.id]})
+        jobs = [Job("unpatched", tr.without[f.id], work / "out" / str(i), images[0] if images else None, tuple(tests[f.id]))
+                for i, f in enumerate(fixes)]
+        jobs.append(Job("patched", tr.patched, work / "out" / "stack", images[1] if images else None, tuple(union)))
+        for j in jobs:
+            j.out.mkdir(parents=True)
+        said = (f"running {len(union)} test file(s) in both trees" if not stacked else
+                f"running each fix's tests without it, and all {len(union)} test file(s) with the stack")
+        with progress.step(f"{said} ({mode} mode)"):
+            *without, patched = runner.run(jobs, union, trees.source_modules(ps))
+        xml = {}
+        for f, run in [*zip(fixes, without), (None, patched)]:
             if run.junit:
-                dest = report.with_name(f"{report.stem}.{run.name}.xml")
-                atomic.write_bytes(dest, Path(run.junit).read_bytes())
-                junit[run.name] = str(dest)
-    d = compare.classify(unpatched, patched)
-    invalid = compare.validity(unpatched) + compare.validity(patched)
-    expected = (ps.expected or {}).get(mode, {})
-    mismatches = [f"{t}: declared, but does not exist at {ref}" for t in missing]
-    mismatches += compare.grade(expected, unpatched, patched, d, tests)
-    not_run = {tid: v.get("reason", "") for run in (unpatched, patched) for tid, v in run.tests.items()
-               if v["outcome"] == "not_run"}
-    result = DeltaResult(ps.target, mode, ref, base, list(ps.tests.all), _tree_summary(unpatched), _tree_summary(patched),
-                         d.fail_to_pass, d.pass_to_pass, d.pass_to_fail, d.fail_to_fail, d.other, not_run,
-                         expected, not mismatches, mismatches, not invalid, invalid, junit, str(report),
-                         builder=builder, images=used or ({"unpatched": {"name": images[0]}, "patched": {"name": images[1]}}
-                                           if images else {}))
-    atomic.write_text(report, json.dumps(asdict(result), indent=2, sort_keys=True) + "\n")
-    return result
+                name = f"{report.stem}.{f.id}.{run.name}.xml" if stacked and f is not None else f"{report.stem}.{run.name}.xml"
+                atomic.write_bytes(report.with_name(name), Path(run.junit).read_bytes())
+                xml[f.id if f is not None else ""] = str(report.with_name(name))
+        for f, unpatched in zip(fixes, without):
+            junit = {k: v for k, v in (("unpatched", xml.get(f.id)), ("patched", xml.get(""))) if v}
+            missing = [t for t in f.tests.all if t not in paths]
+            mine = patched if set(tests[f.id]) == set(union) else only(patched, tests[f.id])
+            out[f.id] = R.graded(f, mode, unpatched, mine, tests[f.id], missing, ref, junit, other[f.id],
+                                 tr.left_out[f.id])
+    return out
 
 
 def _writable(report: Path) -> None:
@@ -160,14 +170,3 @@ def _writable(report: Path) -> None:
     except OSError as e:
         why = "a file is in the way" if isinstance(e, (FileExistsError, NotADirectoryError)) else e.strerror
         raise BadInput(f"cannot write the report {report}: {why}", hint=Hint.choose("report")) from None
-
-
-def _fixed_upstream(ps: PatchSet, mode: str, ref: str, base: str, report: Path,
-                    fix: upstreamfix.UpstreamFix, run: TreeRun) -> DeltaResult:
-    """The delta's own verdict when upstream fixed the bug: only the unpatched tree exists."""
-    not_run = {tid: v.get("reason", "") for tid, v in run.tests.items() if v["outcome"] == "not_run"}
-    result = DeltaResult(ps.target, mode, ref, base, list(ps.tests.all), _tree_summary(run), {}, [], [], [], [], {},
-                         not_run, (ps.expected or {}).get(mode, {}), False, [], True, [], {}, str(report),
-                         dict(asdict(fix), summary=fix.summary(), advice=fix.advice(), probe_mode=upstreamfix.MODE))
-    atomic.write_text(report, json.dumps(asdict(result), indent=2, sort_keys=True) + "\n")
-    return result

@@ -1,11 +1,12 @@
 """Run the selected tests in one tree, locally (source mode) or in an image (container mode)."""
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Protocol
 
 from .. import proc
@@ -15,6 +16,15 @@ if TYPE_CHECKING:
     from ..container.builders import Builder, Mount
 
 PLUGIN_DIR = Path(__file__).resolve().parent
+# pytest's default python_files (upstream keeps the default): the test files it collects. A
+# fix's C++ test (cpp/tests/...) is not one: make delta records it as not run, never passes it.
+PYTEST_FILES = ("test_*.py", "*_test.py")
+
+
+def collects(path: str) -> bool:
+    """Whether pytest collects this test file."""
+    return any(fnmatch.fnmatchcase(PurePosixPath(path).name, p) for p in PYTEST_FILES)
+
 CONTAINER_TREE, CONTAINER_PLUGIN, CONTAINER_OUT = "/patchkit/tree", "/patchkit/plugin", "/patchkit/out"
 
 
@@ -36,6 +46,19 @@ class Job:
     tree: Path
     out: Path  # where the outcome JSON and JUnit XML go
     image: str | None = None  # container mode
+    tests: tuple[str, ...] = ()  # this tree's own selection (default: the run's)
+
+
+def only(run: TreeRun, files: list[str], name: str | None = None) -> TreeRun:
+    """A run of several fixes' tests cut to these test files: what pytest would have said of
+    them alone (its exit status from their outcomes; a usage or internal error stays)."""
+    wanted = set(files)
+    tests = {t: v for t, v in run.tests.items() if t.split("::", 1)[0] in wanted}
+    status = run.exitstatus
+    if status in (0, 1, 5):
+        bad = any(v["outcome"] in ("failed", "error") for v in tests.values())
+        status = 1 if bad else 0 if tests else 5
+    return TreeRun(name or run.name, status, len(tests), tests, run.junit, run.stderr)
 
 
 class Runner(Protocol):
@@ -61,7 +84,7 @@ class SourceRunner:
         mods = [a for m in source_modules for a in ("--source-module", m)]
         return [self.python, "-m", "pytest", "-p", "patchkit.delta.reportplugin", "-p", "patchkit.delta.sourcemode",
                 "--noconftest", "--rootdir", str(job.tree), "--source-root", str(job.tree), *mods,
-                *_pytest_args(tests, str(job.out / f"{job.name}.json"), str(job.out / f"{job.name}.xml"))]
+                *_pytest_args(list(job.tests or tests), str(job.out / f"{job.name}.json"), str(job.out / f"{job.name}.xml"))]
 
     def run(self, jobs: list[Job], tests: list[str], source_modules: list[str]) -> list[TreeRun]:
         cmds = [(self.command(j, tests, source_modules), j.tree) for j in jobs]
@@ -85,7 +108,7 @@ class ContainerRunner:
 
     def argv(self, job: Job, tests: list[str]) -> list[str]:
         return [self.python, "-m", "pytest", "-p", "reportplugin", "--rootdir", CONTAINER_TREE,
-                *_pytest_args(tests, f"{CONTAINER_OUT}/{job.name}.json", f"{CONTAINER_OUT}/{job.name}.xml")]
+                *_pytest_args(list(job.tests or tests), f"{CONTAINER_OUT}/{job.name}.json", f"{CONTAINER_OUT}/{job.name}.xml")]
 
     def env(self, image: str) -> dict[str, str]:
         """What the run adds to the image's own environment: our plugin's folder after the

@@ -1,6 +1,7 @@
-"""The delta's two trees: unpatched (upstream + the test-only patches) and patched (the series).
+"""The delta's trees: the whole stack (patched), and for each fix the stack without it (unpatched:
+the rest of the stack and the fix's own test files, stack.without).
 
-Both come from the one series path (series.apply_series) into throwaway commits, and are
+All come from the one series path (series.apply_series) into throwaway commits, and are
 written out with git archive into a scratch directory: the user's checkout is never touched,
 and in a sparse or blobless clone only the blobs in the archived paths are read. Also which
 paths a delta archives and which modules it loads from source (upstreamfix measures the same).
@@ -8,33 +9,60 @@ paths a delta archives and which modules it loads from source (upstreamfix measu
 from __future__ import annotations
 
 import tarfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from .. import scratch, series
+from .. import scratch, series, stack
 from ..errors import BadInput
 from ..git import Repo, Sha
-from ..model import PatchSet
+from ..model import Fix, PatchSet
 
 
 @dataclass(frozen=True)
 class Trees:
     base: Sha
-    unpatched: Path
-    patched: Path
+    patched: Path  # the whole stack
+    without: dict[str, Path]  # fix id -> the stack without that fix
+    left_out: dict[str, list[str]]  # fix id -> the fixes above it that do not apply without it (cut too)
 
 
-def build(repo: Repo, base: Sha, ps: PatchSet, workdir: Path, paths: list[str] | None = None) -> Trees:
-    """Write both trees under workdir; paths limits what is archived (default: everything)."""
-    out = {}
-    for name, patches in (("unpatched", [p for p in ps.patches if p.tests_only]), ("patched", list(ps.patches))):
-        res = series.apply_series(repo, base, patches, committer_date=series.THROWAWAY_DATE)
-        res.raise_on_conflict(f" to {base[:12]} for the {name} tree")
-        dest = workdir / name
-        dest.mkdir(parents=True)
-        archive(repo, res.tip, dest, paths)
-        out[name] = dest
-    return Trees(base, out["unpatched"], out["patched"])
+def build(repo: Repo, base: Sha, ps: PatchSet, fixes: Sequence[Fix], workdir: Path,
+          paths: list[str] | None = None) -> Trees:
+    """Write the stack's tree and each fix's tree without it under workdir; paths limits what
+    is archived (default: everything). A fix above it whose patch does not apply without it
+    (made on its lines) is cut to its test files there too, and named in left_out."""
+    stacked = len(ps.fixes) > 1
+    without, left_out = {}, {}
+    for i, fix in enumerate(fixes):
+        name = f"unpatched tree of fix {fix.id}" if stacked else "unpatched tree"
+        res, left_out[fix.id] = _without(repo, base, ps, fix, name)
+        without[fix.id] = _write(repo, res, workdir / f"without-{i}", paths)
+    res = series.apply_series(repo, base, list(ps.patches), committer_date=series.THROWAWAY_DATE)
+    res.raise_on_conflict(f" to {base[:12]} for the patched tree")
+    return Trees(base, _write(repo, res, workdir / "patched", paths), without, left_out)
+
+
+def _without(repo: Repo, base: Sha, ps: PatchSet, fix: Fix, name: str) -> tuple[series.SeriesResult, list[str]]:
+    """The series of the tree without fix, and the fixes above it cut as they depend on it."""
+    order = [f.id for f in ps.fixes]
+    cut: list[str] = []
+    while True:
+        res = series.apply_series(repo, base, stack.without(stack.cut(ps, cut), fix),
+                                  committer_date=series.THROWAWAY_DATE)
+        bad = next((o for o in res.outcomes if o.status == series.CONFLICT), None)
+        if bad is None:
+            return res, cut
+        owner = stack.owner(ps, bad.patch).id
+        if order.index(owner) <= order.index(fix.id) or owner in cut:  # not a fix made on this one's lines
+            res.raise_on_conflict(f" to {base[:12]} for the {name}")
+        cut.append(owner)
+
+
+def _write(repo: Repo, res: series.SeriesResult, dest: Path, paths: list[str] | None) -> Path:
+    dest.mkdir(parents=True)
+    archive(repo, res.tip, dest, paths)
+    return dest
 
 
 def archive(repo: Repo, commit: str, dest: Path, paths: list[str] | None) -> None:

@@ -20,7 +20,7 @@ from .. import scratch, series, stack
 from ..git import Repo, Sha
 from ..model import Fix, Patch, PatchSet
 from . import compare, trees
-from .run import Job, Runner, SourceRunner, TreeRun
+from .run import Job, Runner, SourceRunner, TreeRun, collects
 
 MODE = "source"  # the probe runs where check and apply run: on any CPU machine
 
@@ -149,7 +149,7 @@ def measure(ps: PatchSet, repo: Repo, base: Sha, outcomes: Sequence[series.Outco
     present = {name for _m, _t, name in repo.ls_tree(res.tip, "", recursive=True)}
     paths = [p for p in trees.existing_paths(repo, base, ps, sorted(set(ps.touched_paths) | set(tests)))
              if p in present]
-    runnable = [t for t in tests if t in present]
+    runnable = [t for t in tests if t in present and collects(t)]  # never a C++ test: pytest collects none
 
     stacked = len(ps.fixes) > 1  # the words name the fix where the stack carries several
     whose, whose_tree = (f"fix {fix.id}", "it") if stacked else ("the set", "the set")

@@ -11,7 +11,7 @@ from pathlib import Path
 import jinja2
 
 from ..delta.compare import file_of, outcome_counts
-from .. import provenance, schema as S
+from .. import provenance, schema as S, stack
 from ..errors import Conflict, Hint, NotFound
 from ..git import Repo, short_ref
 from ..model import PatchSet
@@ -41,49 +41,55 @@ class Body:
 
 _TREE = S.record({"tests": S.mapping_of(S.string(), S.string()),
                   **{k: S.count() for k in ("passed", "failed", "error", "skipped", "not_run")}}, unknown=True)
-REPORT_SCHEMA = S.record({
-    "target": S.string(), "upstream_commit": S.string(), "upstream_ref": S.string(), "mode": S.string(),
+# One fix's measured fields: schema 1 had them at the top level, schema 2 in each of `fixes`.
+_MEASURED = {
     "matches_expected": S.boolean(), "valid": S.optional(S.boolean(), True),
     "unpatched": _TREE, "patched": _TREE,
     **{k: S.list_of(S.string()) for k in ("fail_to_pass", "pass_to_pass", "pass_to_fail", "fail_to_fail")},
     "not_run": S.optional(S.mapping_of(S.string(), S.string())),
+}
+_TARGET_FIELDS = {
+    "target": S.string(), "upstream_commit": S.string(), "upstream_ref": S.string(), "mode": S.string(),
     "images": S.optional(S.mapping_of(S.string(), S.record({"name": S.optional(S.string())}, unknown=True))),
+}
+REPORT_SCHEMA = S.record({**_TARGET_FIELDS, **_MEASURED}, unknown=True)  # schema 1: a set of one fix
+REPORT_SCHEMA_2 = S.record({
+    **_TARGET_FIELDS, "schema": S.count(),
+    "fixes": S.list_of(S.record({"id": S.string(), "kind": S.string(), **_MEASURED}, unknown=True)),
 }, unknown=True)
 
 
 def load_report(path: Path, ps: PatchSet, upstream_commit: str, fix_id: str | None = None) -> dict:
-    """The delta report for this target and commit, or an error whose hint is to run delta.
-
-    The one reader of the report's shape: a report of schema 2 (a section per fix of the
-    stack) gives the fix's section with the report's top-level fields, as schema 1's one
-    section reads; everything else here reads that."""
+    """The delta report's section for one fix (fix_id, else the set's only own fix), with the
+    target's fields, as one mapping (the fields a schema 1 report had at its top level); or an
+    error whose hint is to run delta. The one reader of delta reports for make pr: schema 1
+    (before stacks) reads as the report of a stack of one fix, schema 2 has a section per fix."""
     again = Hint.run("delta")
     if not path.is_file():
         raise NotFound(f"no delta report at {path}", hint=again)
-    raw = S.load_json(path)
-    if isinstance(raw, dict) and raw.get("schema") == 2:
-        raw = _section(raw, fix_id or ps.primary.id, path, again)
-    report = S.validate(raw, REPORT_SCHEMA, str(path))
+    data = S.load_json(path)
+    schema = data.get("schema", 1) if isinstance(data, dict) else 1
+    if schema not in (1, 2):
+        raise Conflict(f"{path} is a delta report of schema {schema}, which this patchkit cannot read", hint=again)
+    report = S.validate(data, REPORT_SCHEMA if schema == 1 else REPORT_SCHEMA_2, str(path))
     if report.get("target") != ps.target:
         raise Conflict(f"{path} is the delta of {report.get('target')!r}, not {ps.target!r}", hint=again)
     if report.get("upstream_commit") != upstream_commit:
         raise Conflict(f"{path} was measured on {str(report.get('upstream_commit'))[:12]}, "
                        f"but {ps.upstream.ref} is {upstream_commit[:12]}", hint=again)
+    if schema == 2:
+        fix = stack.find(ps, fix_id, ours=True)
+        section = next((f for f in report["fixes"] if f["id"] == fix.id), None)
+        if section is None:
+            graded = ", ".join(f["id"] for f in report["fixes"]) or "none"
+            raise Conflict(f"{path} grades no fix {fix.id} (it grades: {graded})", hint=Hint.run("delta", fix_id=fix.id))
+        whose = f"fix {fix.id} of {path}" if len(report["fixes"]) > 1 else str(path)
+        report = {**{k: v for k, v in report.items() if k not in ("fixes", "ok", "schema")}, **section}
+    else:
+        whose = str(path)
     if not (report.get("matches_expected") and report.get("valid", True)):
-        raise Conflict(f"{path} does not match the set's expectations; fix that, then run delta again", hint=again)
+        raise Conflict(f"{whose} does not match the set's expectations; fix that, then run delta again", hint=again)
     return report
-
-
-def _section(report: dict, fix_id: str, path: Path, again: Hint) -> dict:
-    """A schema-2 report's section for the fix, with the report's own fields around it."""
-    sections = report.get("fixes") if isinstance(report.get("fixes"), list) else []
-    found = next((f for f in sections if isinstance(f, dict) and str(f.get("id")) == fix_id), None)
-    if found is None:
-        raise Conflict(f"{path} has no section for fix {fix_id}", hint=again)
-    merged = {**{k: v for k, v in report.items() if k not in ("fixes", "schema")}, **found}
-    if "matches_expected" not in merged and "ok" in found:
-        merged["matches_expected"] = found["ok"]
-    return merged
 
 
 def _paragraphs(body: str) -> list[str]:
