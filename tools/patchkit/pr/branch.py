@@ -167,12 +167,6 @@ def pr(ps: PatchSet, *, repo: Repo, report: Path, out_dir: Path, signoff: str | 
             (fresh / "lint.json").write_text(json.dumps({**lint, "report": str(out_dir / "lint.json")}, indent=2,
                                                         sort_keys=True) + "\n")
         written = repo.format_series(f"{base}..{res.tip}", fresh / "patches")
-    # The branch moves last, once everything it stands for is written; the record of what
-    # make pr made comes first, naming the tip before and after, so a kill in between is no
-    # reason to refuse the next run.
-    state.write(repo, f"pr-{called}", {"branch": branch, "tip": res.tip, "previous": old}, shared=True)
-    if old != res.tip:
-        repo.update_ref(f"refs/heads/{branch}", res.tip, old, f"patchkit pr {called}")
     notes = list(body.notes) + ([needs.note] if needs.note else [])
     opens, branch_set = [], None
     if ref.startswith("refs/tags/"):
@@ -187,6 +181,13 @@ def pr(ps: PatchSet, *, repo: Repo, report: Path, out_dir: Path, signoff: str | 
     if not ref.startswith("refs/tags/"):
         opens = open_commands(ps, repo, branch, out_dir, owner or YOU)
     authors = list(dict.fromkeys(f"{i.author.name} <{i.author.email}>" for i in map(repo.commit_info, shas)))
+    # The branch moves last, once everything it stands for is written and every git read is
+    # done (a git that failed after it moved left the checkout changed, exit 3); the record of
+    # what make pr made comes first, naming the tip before and after, so a kill in between is
+    # no reason to refuse the next run.
+    state.write(repo, f"pr-{called}", {"branch": branch, "tip": res.tip, "previous": old}, shared=True)
+    if old != res.tip:
+        repo.update_ref(f"refs/heads/{branch}", res.tip, old, f"patchkit pr {called}")
     return PrResult(ps.target, branch, base, res.tip, pr_title, text, messages, str(out_dir),
                     [p.name for p in written], body.template,
                     [vars(a) for a in body.answers], notes, opens, ref, branch_set, bool(owner), authors,
