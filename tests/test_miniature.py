@@ -147,3 +147,14 @@ def test_a_variant_is_a_diff_over_the_scaffolding_and_must_apply_exactly(tmp_pat
                                        r"test_dual_pool_kv_cache\.py hunk #2 does not apply"):
         miniature.build(root, tmp_path / "bad", "fixed-upstream")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ok", "root"]
+
+
+def test_miniature_makes_the_folders_above_its_dest_and_takes_them_back_on_failure(tmp_path):
+    """The README's first step, `make miniature DEST=build/first/upstream` on a fresh clone, said
+    'build/first does not exist' (apply makes the folders above TRTLLM_SRC; miniature did not)."""
+    from patchkit import miniature
+    dest = tmp_path / "a" / "b" / "upstream"
+    assert miniature.build(ROOT, dest).path == dest and (dest / ".git").is_dir()
+    with pytest.raises(BadInput, match="no miniature variant"):
+        miniature.build(ROOT, tmp_path / "c" / "d" / "upstream", "no-such-variant")
+    assert not (tmp_path / "c").exists()

@@ -273,3 +273,17 @@ def test_pr_says_what_lint_did_how_to_open_it_and_who_authors_the_commits(checko
     assert out[0].endswith(f"3 commits, signed off by {SIGNOFF}") and not out[-1].startswith("set ")
     authors = sh("git", "-C", checkout, "log", "--format=%an <%ae>", "main..pr/main").stdout.split("\n")[:-1]
     assert authors == [SIGNOFF] * 3
+
+
+def test_pr_on_the_partial_clone_of_another_set_fetches_its_ref(upstream, tmp_path, capsys):
+    """make pr TRTLLM=rc25 ends with 'run: make pr TRTLLM=main' and the user's TRTLLM_SRC, the
+    one-commit clone apply made of the tag; pr stopped there on 'main is not in ...'. Like every
+    command on such a clone, pr now fetches the set's ref, so the next word is what pr itself
+    needs: main's delta report."""
+    from patchkit.cli import main as cli
+    src = tmp_path / "rc25"
+    assert cli(["apply", "--target", "rc25", "--src", str(src), "--url", upstream.as_uri()]) == 0
+    code = cli(["pr", "--target", "main", "--src", str(src), "--report", str(tmp_path / "none.json")])
+    err = capsys.readouterr().err
+    assert code == 4 and "no delta report at" in err and "is not in" not in err, err
+    assert Repo(src).rev_parse("refs/remotes/origin/main")

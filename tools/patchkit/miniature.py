@@ -17,6 +17,7 @@ variant says only what upstream changed, and several variants can land the same 
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -30,6 +31,7 @@ import yaml
 from . import minihistory, patchset
 from .errors import BadInput, Hint
 from .git import Identity, init
+from .upstream import make_parents
 
 SCAFFOLD = Path("tests/fixtures/miniature")
 MARKER = re.compile(r"^#patchkit: preimage (?P<target>\S+) (?P<n>\d+)$")
@@ -59,8 +61,17 @@ def build(root: Path, dest: Path, variant: str | None = None) -> MiniatureResult
     dest = dest.resolve()
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise BadInput(f"{dest} already exists and is not empty", hint=Hint.choose("dest"))
-    if not dest.parent.is_dir():
-        raise BadInput(f"{dest.parent} does not exist")
+    made = make_parents(dest, "dest")  # DEST=build/x on a fresh clone: build/ is made, as apply makes it
+    try:
+        return _build(root, dest, variant)
+    except BaseException:
+        for d in made:
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        raise
+
+
+def _build(root: Path, dest: Path, variant: str | None) -> MiniatureResult:
     scaffold = root / SCAFFOLD
     manifest = yaml.safe_load((scaffold / "manifest.yaml").read_text())
     todo = list(manifest["commits"])  # then the pulls, then a variant's commits

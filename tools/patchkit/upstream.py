@@ -30,7 +30,7 @@ def obtain(ps: PatchSet, src: Path, url: str | None, hold: contextlib.ExitStack 
             hold.enter_context(lock.hold(repo.common_path(lock.NAME), command, str(src)))
         _fetch_missing_ref(repo, ps)
         return repo, False
-    made = _make_parents(src)
+    made = make_parents(src)
     try:
         repo, cloned = _clone(ps, src, url, hold, command)
     except BaseException:
@@ -51,13 +51,14 @@ def discard_clone(src: Path) -> None:
     _remove_made(_MADE.pop(src, []), src)
 
 
-def _make_parents(src: Path) -> list[Path]:
+def make_parents(src: Path, setting: str = "src") -> list[Path]:
     """The missing folders above src, made (a fresh clone of this project has no build/ for
-    the default build/trtllm-<target>); those this run made, deepest first."""
+    the default build/trtllm-<target>); those this run made, deepest first (remove_made
+    takes them away again). setting: the one a bad parent is said against."""
     made, missing = [], [p for p in src.parents if not p.exists()]
     nearest = src.parents[len(missing)] if len(missing) < len(src.parents) else None
     if nearest is not None and not nearest.is_dir():
-        raise BadInput(f"{nearest} is not a folder", hint=Hint.choose("src"))
+        raise BadInput(f"{nearest} is not a folder", hint=Hint.choose(setting))
     for p in reversed(missing):
         try:
             p.mkdir()
@@ -65,7 +66,7 @@ def _make_parents(src: Path) -> list[Path]:
         except FileExistsError:
             pass
         except OSError as e:
-            raise BadInput(f"cannot create {p}: {e.strerror}", hint=Hint.choose("src")) from None
+            raise BadInput(f"cannot create {p}: {e.strerror}", hint=Hint.choose(setting)) from None
     return made
 
 

@@ -101,9 +101,13 @@ def _locked(repo: Repo, command: str) -> contextlib.AbstractContextManager:
 def _pr(root, args):
     from ..git import Repo
     from ..pr import command as pr_cmd
+    from ..upstream import obtain
     ps = _set(root, args)
-    repo = Repo.open(_src(root, ps, args))
-    with _locked(repo, f"pr {ps.target}"):
+    src = _src(root, ps, args)
+    Repo.open(src).close()  # pr never clones: the checkout must be there
+    with contextlib.ExitStack() as held:
+        # A partial clone apply made for another set fetches this set's ref, as every command does.
+        repo, _ = obtain(ps, src, None, hold=held, command=f"pr {ps.target}")
         return pr_cmd.run(root, ps, repo, fix_id=args.fix_id, report=args.report, out=args.out, signoff=args.signoff,
                           fork=args.fork, author=args.author)
 
