@@ -8,6 +8,7 @@ upstream's docs still say its pr.docs phrases. FIXID limits radar to one fix."""
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import tempfile
@@ -17,6 +18,7 @@ import pytest
 
 from patchkit import patchset
 from patchkit.backport import command as backport_cmd
+from patchkit.ci import summary
 from patchkit.cli import main
 from helpers import ROOT, build_once, copy_root, sh
 
@@ -52,9 +54,10 @@ def _stacked(tmp_path_factory, name: str, upstream: Path, target: str, pr: str) 
 
 
 @pytest.fixture(scope="module")
-def rc25_stack(miniature_template, tmp_path_factory) -> Path:
-    """The project with rc25 = backport of #19450 (upstream's squash commit), then our #19514 fix."""
-    return _stacked(tmp_path_factory, "rc25stack", miniature_template, "rc25", "19450")
+def rc25_stack(stack_template) -> Path:
+    """The project with rc25 = backport of #19450 (upstream's squash commit), then our #19514
+    fix: conftest's stacked copy, written by make backport's own code."""
+    return stack_template
 
 
 def _radar(capsys, root: Path, target: str, *args) -> tuple[int, dict | None, str]:
@@ -73,24 +76,36 @@ def _sha(repo: Path, grep: str, rev: str = "main") -> str:
 
 
 def _counts(ps, fix_id: str, tree: str) -> str:
-    """What the fix declares for its regression test in one tree (source mode), as radar says it: 'passed/total'."""
+    """What the fix declares for its regression tests in one tree (source mode), as radar says
+    it: 'passed/total' for each that runs here (a C++ test is declared not run)."""
     fix = ps.fix(fix_id)
-    [test] = fix.tests.regression
-    declared = fix.expected["source"][test][tree]
-    return f"{declared.get('passed', 0)}/{sum(declared.values())}"
+    declared = [fix.expected["source"][t] for t in fix.tests.regression]
+    return ", ".join(f"{d[tree].get('passed', 0)}/{sum(d[tree].values())}" for d in declared if not d.get("not_run"))
 
 
-def test_the_backport_is_already_upstream_at_the_squash_and_our_fix_is_still_needed(
-        rc25_stack, miniature_template, tmp_path, capsys):
+@pytest.fixture(scope="module")
+def rc25_radar(rc25_stack, miniature_template, tmp_path_factory):
+    """make radar of the stacked rc25 over v1.3.0rc25..main, once for this module: (its exit
+    code, its JSON on stdout, its folder of reports, the clone it ran in)."""
+    found = {}
+
+    def run(work: Path) -> None:
+        clone = _clone(miniature_template, work / "trtllm")
+        argv = ["--root", str(rc25_stack), "--json", "radar", "--target", "rc25", "--src", str(clone),
+                "--since", "v1.3.0rc25", "--until", "main", "--out", str(work / "out")]
+        with _own_tmp(work / "tmp"), contextlib.redirect_stdout(io.StringIO()) as said:
+            found["run"] = main(argv), json.loads(said.getvalue()), work / "out", clone
+    build_once(tmp_path_factory, "rc25radar", run, leaf="work")
+    return found["run"]
+
+
+def test_the_backport_is_already_upstream_at_the_squash_and_our_fix_is_still_needed(rc25_stack, rc25_radar):
     """rc25 over v1.3.0rc25..main: the backport's patch applies in reverse from upstream's squash
     of #19450 on (retire it: drop it from the stack; its tests need no probe); our fix's own
     tests, on main with the backport, still fail without it: still needed. Was: one verdict
     for the whole set, 'nothing to do', the backport's retirement unsaid."""
-    clone = _clone(miniature_template, tmp_path / "trtllm")
-    out = tmp_path / "out"
-    code, res, err = _radar(capsys, rc25_stack, "rc25", "--src", clone, "--since", "v1.3.0rc25", "--until", "main",
-                            "--out", out)
-    assert code == 1, err
+    code, res, out, clone = rc25_radar
+    assert code == 1
     ps = patchset.load(rc25_stack, "rc25")
     squash = _sha(clone, "(#19450)")
     assert res["schema"] == 2 and res["stack"] == [f.id for f in ps.fixes] == ["19450", "19514"]
@@ -115,6 +130,20 @@ def test_the_backport_is_already_upstream_at_the_squash_and_our_fix_is_still_nee
     assert json.loads((out / "rc25.json").read_text()) == res
     md = (out / "rc25.md").read_text()
     assert "| 19450: 0001 | 19514: 0002 | 19514: 0003 | 19514: tests |" in md and "**fix 19450 (a backport of" in md
+
+
+def test_summary_has_a_radar_row_per_fix_and_flags_a_fix_the_set_no_longer_carries(rc25_stack, rc25_radar):
+    """make summary over that radar report: a row per fix, the retired backport's verdict bold;
+    read against a set that no longer carries the backport (the project's own rc25: retired as
+    radar said), its row is flagged stale."""
+    _code, res, out, _clone = rc25_radar
+    rows = summary.summarize(rc25_stack, out).rows
+    until = res["until"]["commit"]
+    assert [(r.fix, r.check, r.upstream_commit, r.verdict, r.ok, r.flags) for r in rows] == [
+        ("19450", "radar", until, "changed: retire", False, ()),
+        ("19514", "radar", until, "unchanged", True, ())]
+    retired = {r.fix: r.flags for r in summary.summarize(ROOT, out).rows}
+    assert retired == {"19450": ("stale: rc25 carries no fix 19450 now",), "19514": ()}
 
 
 def test_fixid_limits_radar_to_one_fix_and_an_unknown_one_lists_the_stack(rc25_stack, miniature_template, tmp_path,
@@ -216,6 +245,7 @@ def test_on_the_history_variant_each_fix_is_judged_on_its_own(history_stack, his
     assert ours["verdict"].startswith(f"fixed upstream at {fix[:12]} (")
     assert guard["action"] != "retire" and guard["tests"]["until"]["fixed"] is False and not guard["tests"]["changes"]
     assert "still needed: fix 19302's tests still fail without it at main" in guard["verdict"]
+    assert guard["tests"]["until"]["counts"] == _counts(ps, "19302", "unpatched")  # its Python test; the C++ one is not run
     [row] = [r for r in res["timeline"] if r["commit"] == fix]
     assert row["fixes"]["19514"]["tests"].startswith("fixed") and row["fixes"]["19302"]["tests"] == ""
     assert res["verdict"].startswith("fix 19450: already upstream at ") and "; fix 19514: fixed upstream at " in res["verdict"]

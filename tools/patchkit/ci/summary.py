@@ -165,8 +165,19 @@ def _radar_row(d: dict, ps) -> list[Reading]:
     counts = f"{d['commits_in_range']} commits since {d['since']['commit'][:12]}"
     return [Reading(s.get("id", ""), "radar", d["until"]["commit"], counts,
                     f"changed: {s['action']}" if s["changed"] else
-                    "unchanged" if s["action"] == "nothing" else f"already at SINCE: {s['action']}")
+                    "unchanged" if s["action"] == "nothing" else f"already at SINCE: {s['action']}",
+                    _radar_stale(s, ps, "fixes" in d) if ps is not None else None)
             for s in (d.get("fixes") or [d])]
+
+
+def _radar_stale(s: dict, ps, per_fix: bool) -> str | None:
+    """A fix's section for a fix the set no longer carries (retired as radar said, since), or a
+    report of the whole set from before it was a stack."""
+    if per_fix and s["id"] not in {f.id for f in ps.fixes}:
+        return f"stale: {ps.target} carries no fix {s['id']} now"
+    if not per_fix and len(ps.fixes) > 1:
+        return f"stale: measured before the stack ({len(ps.fixes)} fixes now), as a set of one fix"
+    return None
 
 
 _LINT = S.record({"target": S.string(), "upstream_commit": S.string(), "patch_set": S.string(),
