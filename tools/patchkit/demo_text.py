@@ -38,14 +38,21 @@ def _demo_said(st, target: str) -> str:
             return "no line skips the set's tests; no edit"
         return f"{len(n.removed)} line(s) skip the set's tests; the edit makes them {len(n.added)}"
     if st.kind == "delta":
-        return (f"{'matches' if r.ok else 'DOES NOT MATCH'} the declared delta: {len(r.fail_to_pass)} fail->pass, "
-                f"{len(r.pass_to_pass)} pass->pass, {len(r.pass_to_fail)} pass->fail"
-                + (f"; {len({t.split('::')[0] for t in r.not_run})} file(s) not run here" if r.not_run else ""))
+        said = _fix_delta(r.fixes[0], "; {} file(s) not run here") if len(r.fixes) == 1 else "; ".join(
+            f"fix {f.id}: " + _fix_delta(f, " ({} file(s) not run here)") for f in r.fixes)
+        return f"{'matches' if r.ok else 'DOES NOT MATCH'} the declared delta: {said}"
     if st.kind == "lint":
         return f"{len(r.ran)} hooks pass" if r.ok else f"{len(r.failures)} failing hook(s)"
     if isinstance(r, str):  # pr skipped
         return r
     return f"branch {r.branch}, {len(r.messages)} commits signed off; body {r.out_dir}/body.md"
+
+
+def _fix_delta(f, not_run: str) -> str:
+    """A fix's section of make delta in a few words; not_run: how to say the files not run here."""
+    files = {t.split("::")[0] for t in f.not_run} | set(f.not_collected)
+    return (f"{len(f.fail_to_pass)} fail->pass, {len(f.pass_to_pass)} pass->pass, {len(f.pass_to_fail)} pass->fail"
+            + (not_run.format(len(files)) if files else ""))
 
 
 def _demo_row(r, target: str) -> list[str]:
@@ -55,7 +62,8 @@ def _demo_row(r, target: str) -> list[str]:
     n = w.narrowing
     pr = "skipped (no sign-off identity)" if isinstance(p, str) else \
         (f"{p.branch}, ready to open" if p.open_with else f"{p.branch} (a tag's: open {p.branch_set or 'a branch set'}'s)")
-    return [target, f"{len(a.outcomes)} patches", ("matches" if d.ok else "MISMATCH") + f" ({len(d.fail_to_pass)} fail->pass)",
+    return [target, f"{len(a.outcomes)} patches", ("matches" if d.ok else "MISMATCH") + " ({})".format(
+        ", ".join((f"{f.id}: " if len(d.fixes) > 1 else "") + f"{len(f.fail_to_pass)}" for f in d.fixes) + " fail->pass"),
             f"{len(n.removed)} line -> {len(n.added)}" if n is not None and n.changed else "no edit",
             f"{len(li.ran)} hooks pass" if li.ok else f"{len(li.failures)} failing", pr]
 
