@@ -51,7 +51,7 @@ export AUTHOR BASE BRANCH BUILD BUILDER DEST FIX FIXID FORK GPU_RUNNER MODE REGI
 given = $(if $(or $(filter command line,$(origin $(1))),$(strip $($(1)))),$(2)="$$$(1)")
 
 .PHONY: help setup demo test test-slow lint apply unapply check radar backport miniature targets bench delta waivers pr dco export check-export container container-push workflow summary
-help: ; @awk -F ":.*## " '/^[a-z-]+:.*## /{printf "  %-15s %s\n", $$1, $$2}' $(MAKEFILE_LIST) ## list the targets, one line each (README.md says more)
+help: ; @awk -F ":.*## " '/^[a-z-]+:.*## /{printf "  %-15s %s\n", $$1, $$2}' $(MAKEFILE_LIST) ## list the commands, one line each (docs/ says more)
 setup: $(SETUP) $(HOOKS) ## make the virtual environment in .venv, install patchkit into it, fetch the hook tools' wheels
 # What make demo and every command need, and nothing else (#27 item 5): patchkit and its
 # dependencies (bytecode is compiled as modules are first imported, not all at install).
@@ -73,7 +73,7 @@ test: $(TEST_SETUP) ; $(PYTEST) -q -n 2 --dist loadscope ## the test suite, on t
 test-slow: $(TEST_SETUP) ; $(PYTEST) -q -n 2 --dist loadscope -m 'slow or exhaustive' ## what make test leaves to CI (.ci/run runs it next): the sweeps, the second cases, every fault point
 apply: $(SETUP) ; $(PATCHKIT) apply --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,TRTLLM_URL,--url) $(if $(THREEWAY),--threeway) ## apply the series as commits on overlay/<target>, all or nothing (TRTLLM, TRTLLM_SRC, TRTLLM_URL, THREEWAY)
 unapply: $(SETUP) ; $(PATCHKIT) unapply --target="$$TRTLLM" --src="$$TRTLLM_SRC" ## return the checkout to where it was before apply (TRTLLM, TRTLLM_SRC)
-check: $(SETUP) ; $(PATCHKIT) check --src="$$TRTLLM_SRC" ## how every target applies to a checkout, changing nothing (TRTLLM_SRC)
+check: $(SETUP) ; $(PATCHKIT) check --src="$$TRTLLM_SRC" ## how every patch set applies to a checkout, changing nothing (TRTLLM_SRC)
 radar: $(SETUP) ; $(PATCHKIT) radar --target="$$TRTLLM" --src="$$TRTLLM_SRC" --out="$$BUILD/radar" $(call given,TRTLLM_URL,--url) $(call given,SINCE,--since) $(call given,UNTIL,--until) $(call given,FIXID,--fix-id) ## since which upstream commit each fix of the set breaks, is already upstream or is fixed upstream; exit 1 when a status changed (TRTLLM, SINCE, UNTIL, FIXID, TRTLLM_SRC, TRTLLM_URL, BUILD)
 backport: $(SETUP) ; $(PATCHKIT) backport --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,TRTLLM_URL,--url) $(call given,PR,--pr) $(call given,COMMIT,--commit) $(call given,BEFORE,--before) $(call given,AFTER,--after) ## carry an upstream PR (or COMMIT) as a fix of the stack, measured, written all or nothing (TRTLLM, PR, COMMIT, BEFORE, AFTER, TRTLLM_SRC, TRTLLM_URL)
 miniature: $(SETUP) ; $(PATCHKIT) miniature --dest="$$DEST" $(call given,VARIANT,--variant) ## build the miniature upstream (DEST, VARIANT)

@@ -17,7 +17,7 @@ def run(capsys, *argv):
 def test_unknown_target(capsys, checkout):
     before = state_of(checkout)
     code, _, err = run(capsys, "apply", "--target", "nope", "--src", str(checkout))
-    assert code == 4 and err.count("\n") == 1 and "unknown target 'nope'" in err
+    assert code == 4 and err.count("\n") == 1 and "unknown patch set 'nope'" in err
     assert state_of(checkout) == before
 
 

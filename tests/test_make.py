@@ -75,7 +75,7 @@ def test_make_apply_then_unapply_on_a_local_url(tmp_path, upstream):
 def test_make_apply_with_bad_target_fails_with_one_line(tmp_path):
     res = make(f"TRTLLM_SRC={tmp_path}/x", "TRTLLM=../etc", "apply")
     assert res.returncode != 0
-    assert "patchkit: error: invalid target name '../etc'" in res.stderr
+    assert "patchkit: error: invalid patch set name '../etc'" in res.stderr
 
 
 def test_make_passes_the_defaults_it_declares(tmp_path):

@@ -26,7 +26,7 @@ def test_real_sets_load_with_fix_and_test_patches(target):
 
 
 def test_unknown_target_is_named():
-    with pytest.raises(NotFound, match="unknown target 'nope'.*main, rc25"):
+    with pytest.raises(NotFound, match="unknown patch set 'nope'.*main, rc25"):
         patchset.load(ROOT, "nope")
 
 

@@ -85,12 +85,12 @@ WAIVERS_SCHEMA = S.record({
 def load(root: Path, target: str) -> PatchSet:
     """Load patches/<target> and waivers/<target>.yaml; BadInput on anything malformed."""
     if not _TARGET_NAME.match(target or "") or len(target) > 100:
-        raise BadInput(f"invalid target name {target[:100]!r}")
+        raise BadInput(f"invalid patch set name {target[:100]!r}")
     set_dir = root / "patches" / target
     meta_file = set_dir / METADATA
     if not meta_file.is_file():
         known = ", ".join(targets(root)) or "none"
-        raise NotFound(f"unknown target {target!r} (known: {known})")
+        raise NotFound(f"unknown patch set {target!r} (known: {known})")
     where = str(meta_file.relative_to(root))
     raw = _yaml(meta_file, where)
     stacked = "fixes" in raw

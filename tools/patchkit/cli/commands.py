@@ -12,14 +12,14 @@ from .table import (BASE, BRANCH, BUILDER, FIX_ID, REGISTRY, REPORT, SIGNOFF, SR
                     Command, _mismatch_unless, arg)
 
 COMMANDS: dict[str, Command] = {c.name: c for c in (
-    Command("apply", "apply a target's series as commits on its branch (all or nothing)",
+    Command("apply", "apply a patch set's series as commits on its branch (all or nothing)",
             (TARGET, SRC, URL, arg("--threeway", "THREEWAY", "merge drifted patches 3-way", action="store_true")),
             _apply, render.apply_result,
             "make apply TRTLLM=main THREEWAY=1\npatchkit apply --target main --src build/trtllm-main --threeway"),
     Command("unapply", "return the checkout to where it was before apply", (TARGET, SRC), _unapply,
             render.unapply_result, "make unapply TRTLLM=main\npatchkit unapply --target main --src build/trtllm-main"),
-    Command("check", "report how every target applies, changing nothing (exit 3 on a conflict)",
-            (SRC_REQUIRED, arg("--target", None, "only these targets (default: all)", action="append")),
+    Command("check", "report how every patch set applies, changing nothing (exit 3 on a conflict)",
+            (SRC_REQUIRED, arg("--target", None, "only these patch sets (default: all)", action="append")),
             _check, render.check_results, "make check TRTLLM_SRC=build/trtllm-main\npatchkit check --src build/trtllm-main",
             lambda res: ExitCode.CONFLICT if any(r.conflicts for r in res) else ExitCode.OK),
     Command("radar", "since which upstream commit each fix of a set breaks, and since which it is no longer needed "
@@ -30,7 +30,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
             _radar, _radar_text,
             "make radar TRTLLM=main SINCE=v1.3.0rc25\npatchkit radar --target main --src build/trtllm-main --since v1.3.0rc25",
             lambda res: _mismatch_unless(not res.changed and res.action == "nothing")),
-    Command("backport", "carry an upstream pull request (or commit) as a fix of the target's stack, before our own "
+    Command("backport", "carry an upstream pull request (or commit) as a fix of the set's stack, before our own "
             "fixes, its expectations measured; nothing written unless the whole stack applies",
             (TARGET, SRC, URL, arg("--pr", "PR", "the pull request's number (its squash commit once merged)"),
              arg("--commit", "COMMIT", "an upstream commit's id, instead of a pull request"),
@@ -82,12 +82,12 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
             _export(True), render.export_result,
             "make check-export TRTLLM=main\npatchkit check-export --target main --src build/trtllm-main",
             lambda res: _mismatch_unless(res.up_to_date)),
-    Command("container", "build the patched image of the target's container base",
+    Command("container", "build the patched image of the set's container base",
             (TARGET, SRC, URL, BASE, BUILDER,
              arg("--context", None, "where to render the build context (default: build/container/<target>)", type=Path)),
             _container, render.container_result,
             "make container TRTLLM=rc25 BUILDER=buildah\npatchkit container --target rc25 --builder buildah"),
-    Command("container-push", "push the target's patched image",
+    Command("container-push", "push the set's patched image",
             (TARGET, arg("--registry", "REGISTRY", "host/repo to push to", required=True),
              arg("--base", "BASE", "base image the image was built from (default: the set's)"), BUILDER,
              arg("--tls-verify", "TLS_VERIFY", "verify the registry's certificate", choices=("true", "false"),
@@ -101,7 +101,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
             _miniature, render.miniature_result,
             "make miniature DEST=/tmp/mini\npatchkit miniature --dest /tmp/mini"),
     Command("targets", "list the patch sets", (), _targets, render.targets, "make targets\npatchkit targets"),
-    Command("workflow", "render .github/workflows/patchkit.yml: every target's jobs, from the sets on disk",
+    Command("workflow", "render .github/workflows/patchkit.yml: every patch set's jobs, from the sets on disk",
             (arg("--gpu-runner", "GPU_RUNNER", "the container job's runner labels (default: self-hosted,gpu)"),
              arg("--check", None, "change nothing; exit 1 when the file is stale", action="store_true")),
             _workflow, render.workflow_result,

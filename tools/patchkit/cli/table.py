@@ -41,7 +41,7 @@ BRANCH = arg("--branch", "BRANCH", "default: the set's branch (overlay/<target>)
 BASE = arg("--base", "BASE", "base image (default: the set's container.base)")
 BUILDER = arg("--builder", "BUILDER", "docker, podman or buildah (default: the first that works)")
 # The command-line name of a fix of the stack (FIX is taken: it means "mend" for lint and dco).
-FIX_ID = arg("--fix-id", "FIXID", "one fix of the target's stack, by its id (e.g. 19514; default: every fix)")
+FIX_ID = arg("--fix-id", "FIXID", "one fix of the set's stack, by its id (e.g. 19514; default: every fix)")
 WORKDIR = arg("--workdir", None, "where to work (make: $(BUILD)/<target>)", type=Path, required=True)
 
 
