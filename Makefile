@@ -50,7 +50,7 @@ export AUTHOR BASE BRANCH BUILD BUILDER DEST FIX FIXID FORK GPU_RUNNER MODE REGI
 # --gpu-runner '' (#24 item 6: make workflow GPU_RUNNER=' ' used the default runners without a word).
 given = $(if $(or $(filter command line,$(origin $(1))),$(strip $($(1)))),$(2)="$$$(1)")
 
-.PHONY: help setup demo test test-slow lint apply unapply check radar backport miniature targets bench delta waivers pr dco export check-export container container-push workflow summary
+.PHONY: help setup demo test test-slow docs lint apply unapply check radar backport miniature targets bench delta waivers pr dco export check-export container container-push workflow summary
 help: ; @awk -F ":.*## " '/^[a-z-]+:.*## /{printf "  %-15s %s\n", $$1, $$2}' $(MAKEFILE_LIST) ## list the commands, one line each (docs/ says more)
 setup: $(SETUP) $(HOOKS) ## make the virtual environment in .venv, install patchkit into it, fetch the hook tools' wheels
 # What make demo and every command need, and nothing else (#27 item 5): patchkit and its
@@ -71,7 +71,11 @@ $(VENV)/.test-installed: $(SETUP) $(HOOKS)
 demo: $(SETUP) $(HOOKS) ; $(PATCHKIT) demo --workdir="$$BUILD/demo" $(call given,SIGNOFF,--signoff) ## the main job end to end on the built-in miniature upstream (BUILD, SIGNOFF)
 test: $(TEST_SETUP) ; $(PYTEST) -q -n 2 --dist loadscope ## the test suite, on two processes (pytest-xdist): one case of each behaviour, under a minute
 test-slow: $(TEST_SETUP) ; $(PYTEST) -q -n 2 --dist loadscope -m 'slow or exhaustive' ## what make test leaves to CI (.ci/run runs it next): the sweeps, the second cases, every fault point
-apply: $(SETUP) ; $(PATCHKIT) apply --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,TRTLLM_URL,--url) $(if $(THREEWAY),--threeway) ## apply the series as commits on overlay/<target>, all or nothing (TRTLLM, TRTLLM_SRC, TRTLLM_URL, THREEWAY)
+# MkDocs (pyproject's docs extra), only for make docs.
+$(VENV)/.docs-installed: $(SETUP)
+	$(VENV)/bin/pip install -q --disable-pip-version-check -e '.[docs]' && touch $@
+docs: $(VENV)/.docs-installed ; $(VENV)/bin/mkdocs build --strict --quiet --site-dir "$$BUILD/site" ## build docs/ into $(BUILD)/site with MkDocs, any warning an error (BUILD)
+apply: $(SETUP) ; $(PATCHKIT) apply --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,TRTLLM_URL,--url) $(if $(THREEWAY),--threeway) ## apply the series as commits on overlay/<set>, all or nothing (TRTLLM, TRTLLM_SRC, TRTLLM_URL, THREEWAY)
 unapply: $(SETUP) ; $(PATCHKIT) unapply --target="$$TRTLLM" --src="$$TRTLLM_SRC" ## return the checkout to where it was before apply (TRTLLM, TRTLLM_SRC)
 check: $(SETUP) ; $(PATCHKIT) check --src="$$TRTLLM_SRC" ## how every patch set applies to a checkout, changing nothing (TRTLLM_SRC)
 radar: $(SETUP) ; $(PATCHKIT) radar --target="$$TRTLLM" --src="$$TRTLLM_SRC" --out="$$BUILD/radar" $(call given,TRTLLM_URL,--url) $(call given,SINCE,--since) $(call given,UNTIL,--until) $(call given,FIXID,--fix-id) ## since which upstream commit each fix of the set breaks, is already upstream or is fixed upstream; exit 1 when a status changed (TRTLLM, SINCE, UNTIL, FIXID, TRTLLM_SRC, TRTLLM_URL, BUILD)
@@ -84,8 +88,8 @@ waivers: $(SETUP) ; $(PATCHKIT) waivers --target="$$TRTLLM" --src="$$TRTLLM_SRC"
 lint: $(SETUP) $(HOOKS) ; $(PATCHKIT) lint --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,TRTLLM_URL,--url) $(call given,REPORT,--report) $(if $(FIX),--fix) ## upstream's own pre-commit hooks at their pinned revs on the series' files; FIX=1 mends the series (TRTLLM, TRTLLM_SRC, TRTLLM_URL, REPORT, FIX)
 pr: $(SETUP) $(HOOKS) ; $(PATCHKIT) pr --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,REPORT,--report) $(call given,SIGNOFF,--signoff) $(call given,FORK,--fork) $(call given,AUTHOR,--author) $(call given,FIXID,--fix-id) ## the signed-off PR branch of one own fix, title and body from the delta report and make lint, and the gh command that opens it (TRTLLM, FIXID, TRTLLM_SRC, REPORT, SIGNOFF, FORK, AUTHOR)
 dco: $(SETUP) ; $(PATCHKIT) dco --src="$$TRTLLM_SRC" --branch="$$BRANCH" $(if $(FIX),--fix) $(call given,SIGNOFF,--signoff) ## check DCO sign-offs on a branch; FIX=1 adds them (BRANCH, TRTLLM_SRC, FIX, SIGNOFF)
-export: $(SETUP) ; $(PATCHKIT) export --target="$$TRTLLM" --src="$$TRTLLM_SRC" --branch="$$BRANCH" ## write a branch back into patches/<target> (TRTLLM, BRANCH, TRTLLM_SRC)
-check-export: $(SETUP) ; $(PATCHKIT) check-export --target="$$TRTLLM" --src="$$TRTLLM_SRC" --branch="$$BRANCH" ## fail when patches/<target> is out of date with the branch (TRTLLM, BRANCH, TRTLLM_SRC)
+export: $(SETUP) ; $(PATCHKIT) export --target="$$TRTLLM" --src="$$TRTLLM_SRC" --branch="$$BRANCH" ## write a branch back into patches/<set> (TRTLLM, BRANCH, TRTLLM_SRC)
+check-export: $(SETUP) ; $(PATCHKIT) check-export --target="$$TRTLLM" --src="$$TRTLLM_SRC" --branch="$$BRANCH" ## fail when patches/<set> is out of date with the branch (TRTLLM, BRANCH, TRTLLM_SRC)
 container: $(SETUP) ; $(PATCHKIT) container --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,TRTLLM_URL,--url) $(call given,BASE,--base) $(call given,BUILDER,--builder) ## the patched image of the set's container base (TRTLLM, TRTLLM_SRC, BASE, BUILDER)
 container-push: $(SETUP) ; $(PATCHKIT) container-push --target="$$TRTLLM" --registry="$$REGISTRY" --tls-verify="$$TLS_VERIFY" $(call given,BASE,--base) $(call given,BUILDER,--builder) ## push that image to REGISTRY (TRTLLM, REGISTRY, BASE, BUILDER, TLS_VERIFY)
 workflow: $(SETUP) ; $(PATCHKIT) workflow $(call given,GPU_RUNNER,--gpu-runner) ## render .github/workflows/patchkit.yml from the sets on disk (GPU_RUNNER)

@@ -183,6 +183,7 @@ def optional(inner: Check, default: Any = None) -> Check:
         return default if value is None else inner(value, key, where)
     check.optional = True  # type: ignore[attr-defined]
     check.default = default  # type: ignore[attr-defined]
+    check.inner = inner  # type: ignore[attr-defined] - for keys() (the docs' test)
     return check
 
 
@@ -195,6 +196,7 @@ def one_of(*choices: Check) -> Check:
             except BadInput as exc:
                 errors.append(exc)
         raise errors[-1]
+    check.choices = choices  # type: ignore[attr-defined]
     return check
 
 
@@ -208,6 +210,7 @@ def list_of(inner: Check, nonempty: bool = False, limit: int = 10_000) -> Check:
         if len(value) > limit:
             raise fail(where, key, f"has more than {limit} entries")
         return [inner(v, f"{key}[{i}]", where) for i, v in enumerate(value)]
+    check.item = inner  # type: ignore[attr-defined]
     return check
 
 
@@ -222,7 +225,25 @@ def mapping_of(key_check: Check, value_check: Check, limit: int = 10_000) -> Che
             sub = f"{key}.{k}" if key else str(k)
             out[key_check(k, sub, where)] = value_check(v, sub, where)
         return out
+    check.value = value_check  # type: ignore[attr-defined]
     return check
+
+
+def keys(check: Check, at: str = "") -> list[str]:
+    """Every key path a schema accepts, as the docs name them: `upstream.url`, a list's items
+    as `series[]`, a mapping's own keys as `<name>` (`expected.<mode>.<test file>`)."""
+    out: list[str] = []
+    for c in [getattr(check, "inner", check)]:
+        for choice in getattr(c, "choices", (c,)):
+            if hasattr(choice, "fields"):
+                for name, sub in choice.fields.items():
+                    path = f"{at}.{name}" if at else name
+                    out += [path] + keys(sub, path)
+            elif hasattr(choice, "item"):
+                out += keys(choice.item, f"{at}[]")
+            elif hasattr(choice, "value"):
+                out += keys(choice.value, f"{at}.<name>" if at else "<name>")
+    return list(dict.fromkeys(out))
 
 
 def record(fields: dict[str, Check], unknown: bool = False) -> Check:
@@ -249,6 +270,7 @@ def record(fields: dict[str, Check], unknown: bool = False) -> Check:
                 out[k] = scalar()(value[k], f"{key}.{k}" if key else k, where) if not isinstance(value[k], (dict, list)) \
                     else value[k]
         return out
+    check.fields = fields  # type: ignore[attr-defined]
     return check
 
 

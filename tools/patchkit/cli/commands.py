@@ -71,7 +71,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
             "patchkit pr --target main --src build/trtllm-main --signoff 'Jane Developer <jane@example.com>'"),
     Command("dco", "check (or fix) DCO sign-offs on a branch",
             (SRC_REQUIRED, arg("--branch", "BRANCH", "the branch to check", required=True),
-             arg("--base", None, "check base..branch (default: commits on no remote branch, tag or target's ref)"),
+             arg("--base", None, "check base..branch (default: commits on no remote branch, tag or set's ref)"),
              arg("--fix", "FIX", "add missing sign-offs, keeping the old tip on a backup ref", action="store_true"),
              SIGNOFF),
             _dco, render.dco_result, "make dco BRANCH=pr/main\npatchkit dco --src build/trtllm-main --branch pr/main",
