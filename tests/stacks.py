@@ -77,7 +77,7 @@ def stacked(root: Path, target: str, miniature: Path, work: Path, pulls=("19450"
     set_dir = root / "patches" / target
     meta = set_dir / "patchset.yaml"
     head, fix = [], []
-    for block in _top_level_blocks(meta.read_text()):
+    for block in top_level_blocks(meta.read_text()):
         (head if block.split(":", 1)[0] in TARGET_FIELDS else fix).append(block)
     backports, start = "", 1
     for n in pulls:
@@ -89,7 +89,8 @@ def stacked(root: Path, target: str, miniature: Path, work: Path, pulls=("19450"
     return set_dir
 
 
-def _top_level_blocks(text: str) -> list[str]:
+def top_level_blocks(text: str) -> list[str]:
+    """patchset.yaml's top-level blocks (a key and what is indented under it), comments left out."""
     blocks, cur = [], ""
     for line in text.splitlines(keepends=True):
         if line.startswith("#"):

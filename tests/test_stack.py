@@ -8,6 +8,7 @@ import subprocess
 import pytest
 
 from helpers import ROOT
+from stacks import top_level_blocks
 from patchkit import patchset, stack
 from patchkit.errors import BadInput, NotFound
 from patchkit.model import BACKPORT, OURS
@@ -33,24 +34,12 @@ def _stacked(root, target="rc25", second=None):
     meta = root / "patches" / target / "patchset.yaml"
     text = meta.read_text()
     head, fix = [], []
-    for block in _top_level_blocks(text):
+    for block in top_level_blocks(text):
         (head if block.split(":", 1)[0] in ("upstream", "branch", "container", "extra_paths") else fix).append(block)
     body = "".join("    " + line if line.strip() else line for b in fix for line in b.splitlines(keepends=True))
     out = "".join(head) + "fixes:\n" + (second or "") + "  - id: \"19514\"\n    kind: ours\n" + body
     meta.write_text(out)
     return meta
-
-
-def _top_level_blocks(text):
-    blocks, cur = [], ""
-    for line in text.splitlines(keepends=True):
-        if line.startswith("#"):
-            continue
-        if line[:1] not in (" ", "-", "\n") and cur:
-            blocks.append(cur)
-            cur = ""
-        cur += line
-    return blocks + [cur]
 
 
 def test_the_stack_form_loads_the_same_fix_as_the_one_fix_form(tmp_path):

@@ -7,13 +7,13 @@ import json
 
 import pytest
 
-from helpers import ROOT, sh
+from helpers import sh
 from patchkit import patchset
 from patchkit.cli import main
 from patchkit.delta import command as delta_cmd
 from patchkit.git import Repo
 from patchkit.pr import command as pr_cmd, depends
-from stacks import TARGET_FIELDS, _top_level_blocks, copy_project, entry, backport_files, own_entry, own_fix, stacked
+from stacks import TARGET_FIELDS, top_level_blocks, copy_project, entry, backport_files, own_entry, own_fix, stacked
 
 SIGNOFF = "Jane Developer <jane.developer@example.com>"
 SCHEDULER = "tensorrt_llm/_torch/pyexecutor/scheduler.py"
@@ -78,7 +78,7 @@ def _only_own(root, target, miniature, work, edits, new, tests):
         p.unlink()
     back = backport_files(miniature, "19450", set_dir, 1, work)
     meta = set_dir / "patchset.yaml"
-    head = "".join(b for b in _top_level_blocks(meta.read_text()) if b.split(":", 1)[0] in TARGET_FIELDS)
+    head = "".join(b for b in top_level_blocks(meta.read_text()) if b.split(":", 1)[0] in TARGET_FIELDS)
     meta.write_text(head + "fixes:\n" + entry("19450", back))
     files = own_fix(root, target, miniature, work, "99999", "v1.3.0rc25", edits, new, len(back) + 1)
     meta.write_text(head + "fixes:\n" + entry("19450", back) + own_entry("99999", files, tests))

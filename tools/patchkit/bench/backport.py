@@ -45,11 +45,7 @@ class BackportBench:
 
 def backport_bench(root: Path, workdir: Path, target: str = "rc25", shape: generate.Shape | None = None) -> BackportBench:
     """The measurement; shape smaller only in tests."""
-    base = workdir / "upstream.git"
-    if not base.exists():  # the clone bench's upstream, when it ran first
-        shape = shape or generate.Shape()
-        with progress.step(f"generating an upstream of {shape.files:,} files and {shape.commits:,} commits"):
-            generate.generate(root, base, shape)
+    base = generate.shared(root, workdir, shape)
     up = workdir / "backport-upstream.git"
     for d in (up, workdir / "backport-full", workdir / "backport-clone", workdir / "backport-root"):
         shutil.rmtree(d, ignore_errors=True)

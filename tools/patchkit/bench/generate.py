@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from .. import miniature
+from .. import miniature, progress
 from ..git import Repo, init
 
 # Where generated directories hang: shared with the miniature's layout, but never one of the
@@ -73,6 +73,17 @@ def generate(root: Path, dest: Path, shape: Shape = Shape()) -> Generated:
     ndirs = len({str(PurePosixPath(name).parent) for _m, _t, name in repo.ls_tree("main")})
     return Generated(dest, len(paths) + len(binaries), ndirs, shape.commits + len(layers), mini.tag,
                      time.perf_counter() - t0)
+
+
+def shared(root: Path, workdir: Path, shape: Shape | None = None) -> Path:
+    """workdir/upstream.git, the generated upstream every section works on: generated here unless
+    a section before (the clone bench's, first) already did."""
+    base = workdir / "upstream.git"
+    if not base.exists():
+        shape = shape or Shape()
+        with progress.step(f"generating an upstream of {shape.files:,} files and {shape.commits:,} commits"):
+            generate(root, base, shape)
+    return base
 
 
 def _snapshot(repo: Repo, commit: str) -> dict[str, bytes]:

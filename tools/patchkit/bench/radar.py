@@ -54,11 +54,7 @@ class RadarBench:
 def radar_bench(root: Path, workdir: Path, target: str = "main", shape: generate.Shape | None = None,
                 commits: int = COMMITS, touches: int = SET_TOUCHES) -> RadarBench:
     """The measurement; shape, commits and touches smaller only in tests (the bench's are fixed)."""
-    base = workdir / "upstream.git"
-    if not base.exists():  # the clone bench's upstream, when it ran first
-        shape = shape or generate.Shape()
-        with progress.step(f"generating an upstream of {shape.files:,} files and {shape.commits:,} commits"):
-            generate.generate(root, base, shape)
+    base = generate.shared(root, workdir, shape)
     up = workdir / "radar-upstream.git"
     if up.exists():
         shutil.rmtree(up)

@@ -45,11 +45,7 @@ class StackBench:
 
 def stack_bench(root: Path, workdir: Path, shape: generate.Shape | None = None, repeat: int = 3) -> StackBench:
     """The measurement; shape smaller only in tests."""
-    base = workdir / "upstream.git"
-    if not base.exists():  # the clone bench's upstream, when it ran first
-        shape = shape or generate.Shape()
-        with progress.step(f"generating an upstream of {shape.files:,} files and {shape.commits:,} commits"):
-            generate.generate(root, base, shape)
+    base = generate.shared(root, workdir, shape)
     up = workdir / "stack-upstream.git"
     project = workdir / "stack-root"
     for d in (up, project, workdir / "stack-build"):
