@@ -12,7 +12,8 @@ import pytest
 
 from helpers import ROOT, copy_root, sh, state_of, tiered
 from patchkit import apply as apply_mod, patchset, stack
-from patchkit.backport import command, measure
+from patchkit.backport import command
+from patchkit.delta.run import collects
 from patchkit.errors import BadInput, Conflict, NotFound
 from patchkit.git import Repo
 from patchkit.model import BACKPORT
@@ -115,7 +116,7 @@ def test_a_pr_with_cpp_is_carried_its_cpp_test_not_run_here(tmp_path, checkout):
     assert fix.kind == BACKPORT and fix.status.forwarded == "not-needed" and fix.status.applied_upstream is None
     assert fix.patches[0].provenance["Origin"] == f"backport, {GITHUB}/pull/19302"
     cpp = "cpp/tests/unit_tests/batch_manager/capacitySchedulerTest.cpp"
-    assert fix.expected["source"][cpp]["not_run"] and not measure.runnable(cpp)
+    assert fix.expected["source"][cpp]["not_run"] and not collects(cpp)
     py = "tests/unittest/_torch/executor/test_reuse_policy.py"
     assert fix.expected["source"][py]["patched"]["passed"] == sum(fix.expected["source"][py]["patched"].values())
     assert [f for _p, fs in stack.wheel_files(ps, fix) for f in fs] == ["cpp/tensorrt_llm/batch_manager/capacityScheduler.cpp"]

@@ -6,9 +6,10 @@ The change is found upstream (change.py) and written as patches with DEP-3 trail
 on the target's ref, 3-way with each change's own parent as merge base where needed; its
 patch files are then what make export writes from that stack (one numbering over the whole
 stack); the fix's tests are the test files the change adds or changes, and their
-expectations are measured there (measure.py). Everything is staged in scratch space and
-loaded as patchset.load loads a set; patches/<target>/ changes only at the end, in one
-atomic step, and only if nobody changed it meanwhile. The user's checkout is never changed:
+expectations are measured on that stack as make delta grades a fix (delta/measure.py).
+Everything is staged in scratch space and loaded as patchset.load loads a set;
+patches/<target>/ changes only at the end, in one atomic step, and only if nobody changed it
+meanwhile. The user's checkout is never changed:
 commits are fetched into no ref, trees are built in temporary indexes.
 """
 from __future__ import annotations
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .. import atomic, patchset, scratch, series, stack
+from ..delta import measure as delta_measure
 from ..delta.run import Runner
 from ..errors import BadInput, Conflict, Hint
 from ..git import Repo, Sha, short_ref
@@ -28,7 +30,7 @@ from ..model import BACKPORT, Fix, PatchSet, Status, Tests, is_test_path
 from ..pr.export import without_index_lines
 from ..render import table
 from ..upstream import base_of, discard_clone, obtain, refuse_symlinked_paths
-from . import change as changes, measure, metadata, patches as patch_files
+from . import change as changes, metadata, patches as patch_files
 
 _BUG = re.compile(r"^\[(?:#(\d+)|(https?://\S+?))\]")  # upstream's PR titles: [#<issue>][fix] ..., [https://nvbugs/<n>][fix] ...
 
@@ -121,8 +123,8 @@ def _backport(ps: PatchSet, repo: Repo, root: Path, on_disk: dict[str, bytes], p
         stage = _stage(root, ps, work / "root")
         entry = _entry(fix, ch)
         staged = _write_stage(stage, ps, new, names, work / "stack", series_of, entry)
-        result.expected = measure.expectations(repo, target, staged, staged.fix(fix.id), merge_bases=bases,
-                                               runner=runner)
+        result.expected = delta_measure.expectations(staged, staged.fix(fix.id), repo=repo, base=target, ref=ref,
+                                                     runner=runner)
         staged = _write_stage(stage, ps, new, names, work / "stack", series_of,
                               dict(entry, expected={"source": result.expected}))
         if old is not None:

@@ -10,16 +10,16 @@ from __future__ import annotations
 import importlib.util
 import tempfile
 from dataclasses import asdict
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from .. import atomic, progress, scratch, series, stack
 from ..errors import BadInput, Hint
 from ..git import Repo, Sha
 from ..model import Fix, PatchSet
 from ..upstream import base_of, refuse_symlinked_paths
-from . import MODES, images as container_images, result as R, trees, upstreamfix
+from . import MODES, images as container_images, measure, result as R, upstreamfix
 from .result import DeltaResult, FixDelta
-from .run import ContainerRunner, Job, Runner, SourceRunner, collects, only
+from .run import ContainerRunner, Runner, SourceRunner
 
 __all__ = ["DeltaResult", "FixDelta", "default_mode", "delta"]
 
@@ -104,57 +104,25 @@ def _probe(ps: PatchSet, repo: Repo, base: Sha, ref: str, mode: str, runner: Run
 
 def _measure(ps: PatchSet, repo: Repo, base: Sha, ref: str, mode: str, fixes: list[Fix], runner: Runner,
              images: tuple[str, str] | None, report: Path, not_graded: dict[str, str]) -> dict[str, FixDelta]:
-    """Each fix's section: its tests run in the tree without it and in the stack's tree; a fix
-    none of whose tests pytest collects goes to not_graded, saying so."""
+    """Each fix's section: its tests run in the tree without it and in the stack's tree
+    (measure.run_fixes); a fix none of whose tests pytest collects goes to not_graded, saying so."""
     stacked = len(ps.fixes) > 1
-    fixes = list(fixes)
     out: dict[str, FixDelta] = {}
     with scratch.folder("delta") as work:
-        wanted = sorted({t for f in fixes for t in f.tests.all})
-        paths = trees.existing_paths(repo, base, ps, sorted(set(ps.touched_paths) | set(wanted)))
-        if mode == "container":  # the image's installed package is under test, not a copy in the tree
-            paths = [p for p in paths if PurePosixPath(p).parts[0] != ps.container.package]
-        tests = {f.id: [t for t in f.tests.all if t in paths and collects(t)] for f in fixes}
-        other = {f.id: [t for t in f.tests.all if t in paths and not collects(t)] for f in fixes}
-        for f in list(fixes):
-            if tests[f.id]:
-                continue
-            if other[f.id]:  # a C++ test, say: pytest runs none of them
-                not_graded[f.id] = f"pytest collects none of its tests ({', '.join(other[f.id])})"
-                fixes.remove(f)
-                continue
-            whose = f"fix {f.id}'s tests" if stacked else f"the {ps.target} set's tests"
-            missing = [t for t in f.tests.all if t not in paths]
-            raise BadInput(f"none of {whose} exists at {ref}: {', '.join(missing)}")
-        if not fixes:
-            return {}
-        with progress.step("writing the unpatched and the patched tree" if not stacked else
-                           f"writing the stack's tree and the tree without each of {len(fixes)} fix(es)"):
-            tr = trees.build(repo, base, ps, fixes, work / "trees", paths=paths)
-        # Each fix's tests in the tree without it; every fix's tests at once in the stack's tree
-        # (one run, cut per fix by test file): a stack of n fixes is n + 1 runs, not 2n.
-        union = sorted({t for f in fixes for t in tests[f.id]})
-        jobs = [Job("unpatched", tr.without[f.id], work / "out" / str(i), images[0] if images else None, tuple(tests[f.id]))
-                for i, f in enumerate(fixes)]
-        jobs.append(Job("patched", tr.patched, work / "out" / "stack", images[1] if images else None, tuple(union)))
-        for j in jobs:
-            j.out.mkdir(parents=True)
-        said = (f"running {len(union)} test file(s) in both trees" if not stacked else
-                f"running each fix's tests without it, and all {len(union)} test file(s) with the stack")
-        with progress.step(f"{said} ({mode} mode)"):
-            *without, patched = runner.run(jobs, union, trees.source_modules(ps))
-        xml = {}
-        for f, run in [*zip(fixes, without), (None, patched)]:
-            if run.junit:
-                name = f"{report.stem}.{f.id}.{run.name}.xml" if stacked and f is not None else f"{report.stem}.{run.name}.xml"
-                atomic.write_bytes(report.with_name(name), Path(run.junit).read_bytes())
-                xml[f.id if f is not None else ""] = str(report.with_name(name))
-        for f, unpatched in zip(fixes, without):
-            junit = {k: v for k, v in (("unpatched", xml.get(f.id)), ("patched", xml.get(""))) if v}
-            missing = [t for t in f.tests.all if t not in paths]
-            mine = patched if set(tests[f.id]) == set(union) else only(patched, tests[f.id])
-            out[f.id] = R.graded(f, mode, unpatched, mine, tests[f.id], missing, ref, junit, other[f.id],
-                                 tr.left_out[f.id])
+        runs, why = measure.run_fixes(ps, repo, base, ref, mode, fixes, runner, work, images)
+        not_graded.update(why)
+        copied: dict[str, str] = {}  # JUnit XML beside the report: each tree without a fix, and the stack's once
+        for r in runs:
+            junit = {}
+            for name, xml in r.junit.items():
+                dest = report.with_name(f"{report.stem}.{r.fix.id}.{name}.xml" if stacked and name == "unpatched"
+                                        else f"{report.stem}.{name}.xml")
+                if xml not in copied:
+                    atomic.write_bytes(dest, Path(xml).read_bytes())
+                    copied[xml] = str(dest)
+                junit[name] = copied[xml]
+            out[r.fix.id] = R.graded(r.fix, mode, r.unpatched, r.patched, r.tests, r.missing, ref, junit,
+                                     r.not_collected, r.left_out)
     return out
 
 
