@@ -181,9 +181,20 @@ def _smuggled_diff(work, git):
             "b/tensorrt_llm/_torch/pyexecutor/_util.py\n--- a/x\n+++ b/x\n")
 
 
+def _binary(work, git):
+    (work / "tensorrt_llm" / "blob.bin").write_bytes(b"\x00\x01binary\x00")
+
+
+def _long_message(work, git):
+    (work / "tensorrt_llm" / "ok.py").write_text("x = 1\n")
+    return "[None][fix] Fine\n\n" + "All work and no play.\n" * 3200
+
+
 @pytest.mark.parametrize("make, said", tiered((_symlink, "is a symlink"), (_executable, "becomes an executable"),
                                               (_submodule, "is a submodule"),
-                                              (_smuggled_diff, "git reads as the start of a patch")))
+                                              (_smuggled_diff, "git reads as the start of a patch"),
+                                              (_binary, "tensorrt_llm/blob.bin is a binary file"),
+                                              (_long_message, "its message is over 64 KiB")))
 def test_an_untrusted_pr_is_refused_and_nothing_is_written(tmp_path, upstream, checkout, make, said):
     _hostile_pr(upstream, "31337", make)
     root = copy_root(tmp_path)

@@ -11,7 +11,7 @@ from typing import Any
 
 import unidiff
 
-from . import schema as S
+from . import patchcheck, schema as S
 from .errors import BadInput, NotFound
 from .model import (FIX_KINDS, OURS, TEST_DB, ChecklistAnswer, Container, FileChange, Fix, Hunk, Patch, PatchSet, PrIntent,
                     Status, Tests, Upstream, Variant, WaiverIntent, is_test_path)
@@ -227,7 +227,8 @@ def check_branch_name(branch: str, where: str) -> None:
 
 
 def parse_patch(path: Path) -> Patch:
-    """Parse one git format-patch file; BadInput names the file and what is wrong."""
+    """Parse one git format-patch file; BadInput names the file and what is wrong (patchcheck:
+    what no patch may carry)."""
     raw = S.read_text(path, path.name)
     head, sep, rest = raw.partition("\n\n")
     if not sep:
@@ -255,15 +256,21 @@ def parse_patch(path: Path) -> Patch:
     if not diff_at:
         raise BadInput(f"{path.name}: contains no diff")
     diff = rest[diff_at.start():]
-    body = re.split(r"^---$", rest[: diff_at.start()], maxsplit=1, flags=re.M)[0]
+    subject_text = _SUBJECT_PREFIX.sub("", subject_text)
+    # The checks every patch passes, ours and a backport's (patchcheck.py): the message as git
+    # am reads it, then what each file of the diff is.
+    body, wrong = patchcheck.file_message(subject_text, rest[: diff_at.start()])
     diff = re.sub(r"\n-- \n[^\n]*\n*$", "\n", diff)  # the format-patch signature, if any
+    wrong = wrong or patchcheck.diff(diff)
+    if wrong:
+        raise BadInput(f"{path.name}: {wrong}; refusing")
     text = body.strip("\n") + "\n" if body.strip() else ""
     return Patch(
         file=path,
         author_name=name,
         author_email=mail,
         date=date_text,
-        subject=_SUBJECT_PREFIX.sub("", subject_text),
+        subject=subject_text,
         body=text,
         diff=diff,
         files=_parse_diff(path.name, diff),
@@ -320,9 +327,6 @@ def _parse_diff(name: str, diff: str) -> tuple[FileChange, ...]:
         raise BadInput(f"{name}: malformed diff") from None
     if not len(parsed):
         raise BadInput(f"{name}: contains no file changes")
-    link = re.search(r"^(?:new file |deleted file |new |old )mode 120000", diff, re.M)
-    if link:
-        raise BadInput(f"{name}: creates or changes a symlink; refusing")
     changes = []
     for pf in parsed:
         old = "" if pf.is_added_file else _safe_path(name, pf.source_file, "a/")

@@ -1,29 +1,21 @@
 """The change as format-patch files, each message with its DEP-3 trailers, checked as untrusted
-input: a pull request is anyone's. Its paths, modes, sizes and messages pass the checks our
-own patch files pass (patchset.parse_patch: no path out of the tree or into .git, no
-symlink), and a few that only a change taken from elsewhere needs: no submodule, no file
-made executable, no binary, no message that git would read as the start of a patch.
+input: a pull request is anyone's. The checks every patch passes (patchcheck.py) run on its
+commits before a blob is fetched (no message over 64 KiB or with a line git reads as the
+start of a patch; no symlink, submodule or file made executable), and again on the files they
+become, as patchset.parse_patch loads our own (no binary file either, and no path out of the
+tree or into .git).
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from .. import progress
+from .. import patchcheck, progress
 from ..errors import BadInput
 from ..git import Repo, Sha, TreeChange
 from ..model import Patch
 from ..patchset import parse_patch
 from .change import OPEN, Change
-
-MAX_MESSAGE = 64 * 1024  # bytes of one commit message
-# Where git mailinfo (git am) stops reading a message and starts reading a patch: a message
-# with such a line would end early in the patch file, and the rest could pass for a diff.
-_PATCH_START = re.compile(r"^(?:---|diff -|Index: )", re.M)
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-_BINARY = re.compile(r"^(?:Binary files .* differ|GIT binary patch)$", re.M)
-LINK, GITLINK, EXECUTABLE = "120000", "160000", "100755"
 
 
 def trailers(change: Change, bug: str, today: str) -> list[tuple[str, str]]:
@@ -74,8 +66,6 @@ def _checked(commit: Sha, path: Path, files: list[TreeChange]) -> Patch:
         patch = parse_patch(path)
     except BadInput as exc:
         raise BadInput(f"commit {commit[:12]}: {exc.message.removeprefix(path.name + ': ')}") from None
-    if m := _BINARY.search(patch.diff):
-        raise BadInput(f"commit {commit[:12]}: changes a binary file ({m[0][:100]}); refusing")
     if set(patch.paths) != {f.path for f in files}:
         raise BadInput(f"commit {commit[:12]}: its patch does not say what it changes "
                        f"({', '.join(sorted(set(patch.paths) ^ {f.path for f in files}))[:200]}); refusing")
@@ -83,24 +73,11 @@ def _checked(commit: Sha, path: Path, files: list[TreeChange]) -> Patch:
 
 
 def _check_message(commit: Sha, message: str) -> None:
-    said = f"commit {commit[:12]}: its message"
-    if len(message.encode("utf-8", "surrogateescape")) > MAX_MESSAGE:
-        raise BadInput(f"{said} is over {MAX_MESSAGE // 1024} KiB; refusing")
-    if not message.split("\n", 1)[0].strip():
-        raise BadInput(f"{said} has no subject; refusing")
-    if _CONTROL.search(message):
-        raise BadInput(f"{said} contains control characters; refusing")
-    if m := _PATCH_START.search(message):
-        line = message[m.start():].split("\n", 1)[0]
-        raise BadInput(f"{said} has a line git reads as the start of a patch ({line[:60]!r}); refusing")
+    if wrong := patchcheck.message(message):
+        raise BadInput(f"commit {commit[:12]}: {wrong}; refusing")
 
 
 def _check_files(commit: Sha, files: list[TreeChange]) -> None:
     for f in files:
-        said = f"commit {commit[:12]}: {f.path}"
-        if LINK in (f.old_mode, f.new_mode):
-            raise BadInput(f"{said} is a symlink; refusing")
-        if GITLINK in (f.old_mode, f.new_mode):
-            raise BadInput(f"{said} is a submodule; refusing")
-        if f.new_mode == EXECUTABLE and f.old_mode != EXECUTABLE:
-            raise BadInput(f"{said} becomes an executable file; refusing")
+        if wrong := patchcheck.mode(f.path, f.old_mode, f.new_mode):
+            raise BadInput(f"commit {commit[:12]}: {wrong}; refusing")
