@@ -23,6 +23,7 @@ def test_make_demo_is_a_line_per_step_then_a_table_and_next_steps(tmp_path):
     Now: a line per step with what it found and the command that does it by hand, a table, and
     next steps; each step's whole output and the PR bodies in files it names (golden: its shape)."""
     build = tmp_path / "build"
+    ours = {p: p.read_bytes() for p in sorted((ROOT / "patches").rglob("*")) if p.is_file()}
     res = make(f"BUILD={build}", "demo")
     assert res.returncode == 0, res.stderr
     lines = res.stdout.splitlines()
@@ -33,7 +34,7 @@ def test_make_demo_is_a_line_per_step_then_a_table_and_next_steps(tmp_path):
         ran = len(json.loads((build / "demo" / f"lint-{target}.json").read_text())["ran"])
         assert f"{target}  lint         {ran} hooks pass  $ " in res.stdout
     # It ends with the table and the next steps.
-    table = lines.index(next(line for line in lines if line.startswith("target  apply")))
+    table = lines.index(next(line for line in lines if line.startswith("target  fixes  ")))
     assert [line.split()[0] for line in lines[table + 1:table + 3]] == ["main", "rc25"] and lines[table + 3] == ""
     assert all(line.startswith("next: ") for line in lines[table + 4:]) and len(lines) - table - 4 == 4
     # The files it names hold what it left out: every step's whole output, the PR bodies.
@@ -49,9 +50,26 @@ def test_make_demo_is_a_line_per_step_then_a_table_and_next_steps(tmp_path):
     again = subprocess.run(["bash", "-c", waivers], cwd=ROOT, env=env, text=True, capture_output=True)
     assert again.returncode == 0 and "edit: 1 line(s) of" in again.stdout, again.stderr
     assert all("github.com" not in line.split("  $ ", 1)[1] for line in lines if "  $ " in line)
-    # #27 item 6: the natural local use of make summary, after make demo.
-    summary = make(f"BUILD={build}", f"REPORTS={build}", "summary")
-    assert summary.returncode == 0, summary.stderr
+    # #26 item 7: rc25 carries PR 19450 beneath our fix, in the demo's copy of the sets, never in
+    # the project's own patches/; its backport line, copied, runs as printed (nothing moved: unchanged).
+    project = build / "demo" / "project"
+    assert {p: p.read_bytes() for p in sorted((ROOT / "patches").rglob("*")) if p.is_file()} == ours
+    assert "id: \"19450\"" in (project / "patches" / "rc25" / "patchset.yaml").read_text()
+    backport = next(line for line in lines if line.startswith("rc25  backport")).split("  $ ", 1)[1]
+    assert backport.startswith(f"PATCHKIT_ROOT={project} make backport TRTLLM=rc25 ") and "PR=19450" in backport
+    again = subprocess.run(["bash", "-c", backport], cwd=ROOT, env=env, text=True, capture_output=True)
+    assert again.returncode == 0 and again.stdout.splitlines()[-1] == "patches/rc25: unchanged (nothing moved upstream)", \
+        again.stdout + again.stderr
+    # The PR branch carries our fix alone: no commit of the backport.
+    rc25 = build / "demo" / "trtllm-rc25"
+    subjects = sh("git", "-C", rc25, "log", "--format=%s", "v1.3.0rc25..pr/rc25").stdout.splitlines()
+    assert subjects and all("19514" in s or "waive" in s.lower() for s in subjects), subjects
+    # #27 item 6: make summary over the demo's folder, as its next line says (on the demo's copy of
+    # the sets, which its reports were made on: the project's own rc25 carries no fix 19450).
+    said = next(line for line in lines if line.startswith("next: one table")).split(": ", 2)[2]
+    assert said == f"PATCHKIT_ROOT={project} make summary REPORTS={build}/demo"
+    summary = subprocess.run(["bash", "-c", f"{said} BUILD={build}"], cwd=ROOT, env=env, text=True, capture_output=True)
+    assert summary.returncode == 0, summary.stdout + summary.stderr
     assert f"skipped, not reports (3): {build}/demo/trtllm-main/ (a git checkout)" in summary.stdout
 
 

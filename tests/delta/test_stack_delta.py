@@ -148,6 +148,26 @@ def test_summary_gives_each_fix_its_row(graded, stack_template, tmp_path):
     assert rows[0]["flags"] == ["stale: measured before the stack (2 fixes now), as a set of one fix"]
 
 
+def test_summary_gives_the_lint_of_one_fixs_series_that_fixs_row(stack_template, tmp_path, capsys):
+    """make pr lints the PR's series, one own fix's alone, and writes it beside the body
+    (<out>/lint.json): on a stack that is the fix's row, not a report of another version of the
+    set (make demo's next line, make summary over its folder, flagged every stacked set)."""
+    ps = patchset.load(stack_template, "rc25")
+    lint = {"target": "rc25", "upstream_commit": "0" * 40, "ran": ["end-of-file-fixer"], "failures": []}
+    (tmp_path / "pr" / "rc25").mkdir(parents=True)
+    (tmp_path / "pr" / "rc25" / "lint.json").write_text(json.dumps({**lint, "patch_set": ps.only(ps.fix("19514")).content_hash}))
+    (tmp_path / "lint").mkdir()
+    (tmp_path / "lint" / "rc25.json").write_text(json.dumps({**lint, "patch_set": ps.content_hash}))
+    assert main(["--root", str(stack_template), "summary", "--reports", str(tmp_path), "--out", str(tmp_path / "out")]) == 0
+    rows = json.loads((tmp_path / "out" / "summary.json").read_text())["rows"]
+    assert sorted((r["fix"], r["verdict"], r["flags"]) for r in rows) == [("", "clean", []), ("19514", "clean", [])]
+    (tmp_path / "lint" / "rc25.json").write_text(json.dumps({**lint, "patch_set": ps.only(ps.fix("19450")).content_hash}))
+    assert main(["--root", str(stack_template), "summary", "--reports", str(tmp_path), "--out", str(tmp_path / "out")]) == 0
+    rows = json.loads((tmp_path / "out" / "summary.json").read_text())["rows"]
+    assert sorted(r["fix"] for r in rows) == ["19450", "19514"]
+    capsys.readouterr()
+
+
 def test_waivers_say_which_fix_each_test_belongs_to(stack_template, miniature_template, capsys):
     assert main(["--root", str(stack_template), "waivers", "--target", "rc25", "--src", str(miniature_template)]) == 0
     out = capsys.readouterr().out

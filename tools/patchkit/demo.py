@@ -4,6 +4,11 @@ Each step is what a user runs by hand (#27 item 4): the command, with the demo's
 the miniature's file:// URL, so that any one of them, copied, runs on the miniature and never
 reaches GitHub. The CLI says each command in the user's vocabulary and prints one line per step;
 every step's whole output, and the PR bodies, go to files the summary names.
+
+rc25 carries a stack (#26): make backport carries the miniature's PR 19450 (the scheduler guard
+the #19514 fix was verified on top of) into a copy of the project's patches/ and waivers/ in
+the workdir, never into the project's own; rc25's steps then work on that copy, and say so
+(PATCHKIT_ROOT, or --root).
 """
 from __future__ import annotations
 
@@ -13,12 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from . import apply as apply_mod, check as check_mod, miniature, patchset
+from .backport import command as backport_cmd
 from .delta import command as delta_cmd
 from .errors import BadInput
 from .git import Repo
 from .upstream import base_of
 from .lint import command as lint_cmd
-from .pr import branch as pr_branch
+from .pr import command as pr_cmd
 from .waives import report as waiver_report
 
 
@@ -28,41 +34,61 @@ class Step:
     for it (a subcommand and its settings, as a Hint has them), and what it returned."""
 
     target: str
-    kind: str  # miniature, apply, apply-again, check, waivers, delta, lint, pr
+    kind: str  # miniature, backport, apply, apply-again, check, waivers, delta, lint, pr
     command: str
     settings: tuple[tuple[str, Any], ...]
     result: Any
     said: str = ""  # the command as the user runs it (the CLI fills it in, in their vocabulary)
+    root: str = ""  # the project whose patch sets it used, when not the user's: the demo's copy
 
 
 @dataclass
 class DemoResult:
     upstream: str
     workdir: str = ""
+    project: str = ""  # the demo's copy of patches/ and waivers/, which make backport writes into
+    fixes: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # target -> its stack: (fix id, kind)
     ok: bool = True
     steps: list[Step] = field(default_factory=list)
     full: str = ""  # the file with every step's whole output (the CLI writes it)
 
 
+# The upstream PR the demo carries as a backport, and the set that carries it: the miniature's
+# 19450 (squash-merged on main, not in v1.3.0rc25), beneath our own fix.
+BACKPORT = ("rc25", "19450")
+
+
 def run(root: Path, workdir: Path, signoff: str | None = None) -> DemoResult:
-    """On the miniature built under workdir, for each target: apply by partial clone, apply again,
-    check, waivers, delta, lint and pr (pr is skipped, and says why, when no sign-off identity is set)."""
+    """On the miniature built under workdir, for each target: (rc25: make backport of PR 19450
+    into the demo's copy of the sets) apply by partial clone, apply again, check, waivers, delta,
+    lint and pr (pr is skipped, and says why, when no sign-off identity is set)."""
     if workdir.exists():
         shutil.rmtree(workdir)
     workdir.mkdir(parents=True)
     mini = miniature.build(root, workdir / "upstream")
     url = mini.path.as_uri()
-    result = DemoResult(str(mini.path), str(workdir))
+    project = workdir / "project"
+    for folder in ("patches", "waivers"):
+        if (root / folder).is_dir():
+            shutil.copytree(root / folder, project / folder)
+    result = DemoResult(str(mini.path), str(workdir), str(project))
     result.steps.append(Step("", "miniature", "miniature", (("dest", str(mini.path)),), mini))
-    sets = [patchset.load(root, t) for t in patchset.targets(root)]
-    for ps in sets:
-        src = workdir / f"trtllm-{ps.target}"
-        on = (("target", ps.target), ("src", str(src)))
+    for target in patchset.targets(root):
+        src = workdir / f"trtllm-{target}"
+        on = (("target", target), ("src", str(src)))
+        here = project if target == BACKPORT[0] else root
 
-        def step(kind: str, command: str, res: Any, *more: tuple[str, Any], target: str = ps.target) -> Any:
-            result.steps.append(Step(target, kind, command, (*on, *more) if command != "check" else more, res))
+        def step(kind: str, command: str, res: Any, *more: tuple[str, Any]) -> Any:
+            result.steps.append(Step(target, kind, command, (*on, *more) if command != "check" else more, res,
+                                     root="" if here == root else str(here)))
             return res
 
+        if here == project:
+            step("backport", "backport", backport_cmd.backport(patchset.load(project, target), root=project, src=src,
+                                                               url=url, pr=BACKPORT[1]), ("url", url), ("pr", BACKPORT[1]))
+        ps = patchset.load(here, target)
+        result.fixes[target] = [(f.id, f.kind) for f in ps.fixes]
+        sets = [patchset.load(here, t) for t in patchset.targets(here)]
         step("apply", "apply", apply_mod.apply(ps, src=src, url=url), ("url", url))
         step("apply-again", "apply", apply_mod.apply(ps, src=src, url=url), ("url", url))
         step("check", "check", check_mod.check(sets, src=src), ("src", str(src)))
@@ -73,13 +99,12 @@ def run(root: Path, workdir: Path, signoff: str | None = None) -> DemoResult:
                  ("mode", "source"), ("report", str(report)))
         result.ok = result.ok and d.ok
         lint_report = workdir / f"lint-{ps.target}.json"
-        linted = step("lint", "lint", lint_cmd.lint(ps, repo=Repo(src), report=lint_report,
+        step("lint", "lint", lint_cmd.lint(ps, repo=Repo(src), report=lint_report,
                                                     cache=lint_cmd.default_cache(root)), ("report", str(lint_report)))
         out = workdir / "pr" / ps.target
         pr_settings = (("report", str(report)), *((("signoff", signoff),) if signoff else ()), ("out", str(out)))
         try:
-            step("pr", "pr", pr_branch.pr(ps, repo=Repo(src), report=report, out_dir=out, signoff=signoff,
-                                          lint=lint_cmd.as_dict(linted)), *pr_settings)
+            step("pr", "pr", pr_cmd.run(root, ps, Repo(src), report=report, out=out, signoff=signoff), *pr_settings)
         except BadInput as exc:
             step("pr", "pr", f"skipped: {exc.message}", *pr_settings)
     return result

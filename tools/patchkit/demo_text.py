@@ -3,7 +3,7 @@ and the file with every step's whole output (render.py says each kind of result)
 from __future__ import annotations
 
 import os
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from .render import RESULTS, miniature_result, shell_word, short_ref, table
 
@@ -22,6 +22,8 @@ def _demo_said(st, target: str) -> str:
     r = st.result
     if st.kind == "miniature":
         return f"built: tag {r.tag}, branch {r.branch}"
+    if st.kind == "backport":
+        return _backport_said(r)
     if st.kind == "apply-again":
         return "already applied; nothing changed" if r.already_applied else "applied again"
     if st.kind == "apply":
@@ -48,6 +50,23 @@ def _demo_said(st, target: str) -> str:
     return f"branch {r.branch}, {len(r.messages)} commits signed off; body {r.out_dir}/body.md"
 
 
+def _backport_said(r) -> str:
+    """make backport's result in a few words: the PR, where it went, what its tests measured."""
+    if r.already:
+        return f"{r.fix} is already in {short_ref(r.ref)} {r.already}; nothing written"
+    how = {"merged": f"merged upstream as {r.commits[0][:12]}", "open": f"open, {len(r.commits)} commit(s)"}.get(
+        r.kind, "a commit")
+    tests = "; ".join(f"{PurePosixPath(t).name} " + ("not run here" if e.get("not_run") else
+                                                     f"{_counts(e['unpatched'])} -> {_counts(e['patched'])}")
+                      for t, e in r.expected.items())
+    return (f"{r.fix} ({how}) carried {r.placed} in the demo's copy of patches/{r.target}"
+            + (f"; without it -> with the stack: {tests}" if tests else ""))
+
+
+def _counts(c: dict) -> str:
+    return ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in c.items() if n) or "nothing collected"
+
+
 def _fix_delta(f, not_run: str) -> str:
     """A fix's section of make delta in a few words; not_run: how to say the files not run here."""
     files = {t.split("::")[0] for t in f.not_run} | set(f.not_collected)
@@ -56,13 +75,14 @@ def _fix_delta(f, not_run: str) -> str:
 
 
 def _demo_row(r, target: str) -> list[str]:
-    """The summary table's row of a target: apply, delta, waivers, lint, PR."""
+    """The summary table's row of a target: its stack of fixes, apply, delta, waivers, lint, PR."""
     by = {st.kind: st.result for st in r.steps if st.target == target}
+    fixes = ", ".join(i + (f" ({kind})" if kind != "ours" else "") for i, kind in r.fixes.get(target, []))
     a, d, w, li, p = by["apply"], by["delta"], by["waivers"], by["lint"], by["pr"]
     n = w.narrowing
     pr = "skipped (no sign-off identity)" if isinstance(p, str) else \
         (f"{p.branch}, ready to open" if p.open_with else f"{p.branch} (a tag's: open {p.branch_set or 'a branch set'}'s)")
-    return [target, f"{len(a.outcomes)} patches", ("matches" if d.ok else "MISMATCH") + " ({})".format(
+    return [target, fixes, f"{len(a.outcomes)} patches", ("matches" if d.ok else "MISMATCH") + " ({})".format(
         ", ".join((f"{f.id}: " if len(d.fixes) > 1 else "") + f"{len(f.fail_to_pass)}" for f in d.fixes) + " fail->pass"),
             f"{len(n.removed)} line -> {len(n.added)}" if n is not None and n.changed else "no edit",
             f"{len(li.ran)} hooks pass" if li.ok else f"{len(li.failures)} failing", pr]
@@ -78,17 +98,20 @@ def demo_result(r) -> str:
     for (target, kind, said), st in zip(rows, r.steps):
         lines.append(f"{target:<{widths[0]}}  {kind:<{widths[1]}}  {said}  $ {st.said}")
     bodies = [f"{st.result.out_dir}/body.md" for st in r.steps if st.kind == "pr" and not isinstance(st.result, str)]
-    lines += ["", table([_demo_row(r, t) for t in targets], ("target", "apply", "delta", "waivers", "lint", "PR")), ""]
+    lines += ["", table([_demo_row(r, t) for t in targets], ("target", "fixes", "apply", "delta", "waivers", "lint", "PR")), ""]
     main = [("TRTLLM", "--target", "main")]
     lines += [f"next: read each step's whole output in {r.full}" + (f"; the PR bodies: {', '.join(bodies)}" if bodies else ""),
               "next: run any step above by hand (after the $): it works on the miniature, never on GitHub",
-              f"next: one table of the demo's reports: {_said('summary', [('REPORTS', '--reports', r.workdir)])}",
+              f"next: one table of the demo's reports: {_said('summary', [('REPORTS', '--reports', r.workdir)], r.project)}",
               "next: the same on real upstream: " + ", then ".join(_said(c, main) for c in ("apply", "delta", "pr"))]
     return "\n".join(lines)
 
 
-def _said(command: str, settings: list[tuple[str, str, str]]) -> str:
-    """A command with (make variable, flag, value) settings, as make demo's user runs commands."""
+def _said(command: str, settings: list[tuple[str, str, str]], root: str = "") -> str:
+    """A command with (make variable, flag, value) settings, as make demo's user runs commands;
+    root: on the patch sets of that project (the demo's copy, which its reports were made on)."""
     if os.environ.get("PATCHKIT_VIA_MAKE") == "1":
-        return " ".join(["make", command, *(f"{var}={shell_word(v)}" for var, _f, v in settings)])
-    return " ".join(["patchkit", command, *(f"{flag} {shell_word(v)}" for _v, flag, v in settings)])
+        return " ".join([*([f"PATCHKIT_ROOT={shell_word(root)}"] if root else []), "make", command,
+                         *(f"{var}={shell_word(v)}" for var, _f, v in settings)])
+    return " ".join(["patchkit", *(["--root", shell_word(root)] if root else []), command,
+                     *(f"{flag} {shell_word(v)}" for _v, flag, v in settings)])

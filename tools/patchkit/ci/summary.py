@@ -187,14 +187,18 @@ _LINT = S.record({"target": S.string(), "upstream_commit": S.string(), "patch_se
 
 
 def _lint_row(d: dict, ps) -> list[Reading]:
-    """make lint: upstream's own hooks on the series' files."""
+    """make lint: upstream's own hooks on the series' files: the whole stack's (make lint), or one
+    own fix's alone (make pr lints the PR's series: <out>/lint.json), which is that fix's row."""
     counts = f"{len(d['ran'])} hooks ran, {len(d['failures'])} failing"
     verdict = "clean" if d["config_found"] and not d["failures"] else \
         ("no pre-commit config" if not d["config_found"] else "hooks fail")
     if d.get("error") or d.get("tool_missing"):  # pre-commit or a pinned tool could not run: no verdict
         verdict = "not checked"
-    stale = None if ps is None or d["patch_set"] == ps.content_hash else "stale: made for another version of the set"
-    return [Reading("", "lint", d["upstream_commit"], counts, verdict, stale)]
+    fix, stale = "", None
+    if ps is not None and d["patch_set"] != ps.content_hash:
+        fix = next((f.id for f in ps.fixes if len(ps.fixes) > 1 and ps.only(f).content_hash == d["patch_set"]), "")
+        stale = None if fix else "stale: made for another version of the set"
+    return [Reading(fix, "lint", d["upstream_commit"], counts, verdict, stale)]
 
 
 KINDS: list[Kind] = [

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -206,10 +207,17 @@ def _demo(root, args):
     res = demo.run(root, args.workdir.resolve(), args.signoff)
     said = voice(args)  # each step as the user runs it by hand, in their vocabulary, with the demo's paths
     for step in res.steps:
-        step.said = said.command_line(step.command, step.settings)
+        step.said = _on_root(said, step.root).command_line(step.command, step.settings)
+        if step.root and step.said.startswith("make "):  # make has no variable for the project: its environment does
+            step.said = f"PATCHKIT_ROOT={render.shell_word(step.root)} {step.said}"
     res.full = str(Path(res.workdir) / "demo.txt")
     atomic.write_text(Path(res.full), demo_text.demo_full(res) + "\n")
     return res
+
+
+def _on_root(said: render.Voice, root: str) -> render.Voice:
+    """The voice of a command run on another project's patch sets (the CLI's --root)."""
+    return dataclasses.replace(said, prefix=("--root", root)) if root else said
 
 
 def _backport(root, args):
