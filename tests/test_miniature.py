@@ -76,6 +76,7 @@ def test_apply_delta_export_round_trip(checkout, tmp_path, target):
     assert {p.name: p.read_bytes() for p in ps.root.glob("*.patch")} == before
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps test_export_and_dco's round trip and test_make's apply
 def test_make_apply_then_check_export_round_trips(tmp_path, upstream):
     """make apply TRTLLM=main, then make export and make check-export: nothing changes."""
     root = copy_root(tmp_path)
@@ -99,6 +100,7 @@ SHARED = ROOT.parent / "shared" / "upstream"
 BLANKET = "unittest/_torch/executor SKIP (https://nvbugs/6800103)"  # upstream's line of 2026-09-18..22
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps test_upstream_conformance's apply on the real files
 @pytest.mark.skipif(not (SHARED / "waives.txt").is_file() or not (SHARED / "l0_cpu.yml").is_file(),
                     reason=f"upstream's real data files are not at {SHARED} (a clone outside the team's machines)")
 def test_round_trip_on_the_faithful_miniature_carrying_upstreams_real_files(upstream, tmp_path):
