@@ -43,9 +43,9 @@ def tiered(*values, fast: int = 1) -> list:
     return [*values[:fast], *(slow(v) for v in values[fast:])]
 
 
-def sh(*args, cwd=None, check=True, input=None):
+def sh(*args, cwd=None, check=True, input=None, env=None):
     return subprocess.run([str(a) for a in args], cwd=cwd, check=check, text=True, input=input,
-                          capture_output=True)
+                          capture_output=True, env=env)
 
 
 def build_once(tmp_path_factory, name: str, build: Callable[[Path], object], leaf: str = "upstream") -> Path:

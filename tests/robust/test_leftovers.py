@@ -49,9 +49,9 @@ def leftovers() -> list[str]:
 
 
 @pytest.mark.parametrize("argv, kill_on, at, kind", tiered(
-    (["apply", "--target", "rc25"], "read-tree", 1, "index"),
+    (["apply", "--target", "rc25"], "--index-info", 1, "index"),  # the private index loads a diff's paths
     (["export", "--target", "rc25"], "format-patch", 2, "export"),  # the first writes build/export
-    (["delta", "--target", "rc25"], "read-tree", 2, "delta"),  # the first is the probe's, before the trees
+    (["delta", "--target", "rc25"], "--index-info", 2, "delta"),  # the first is the probe's, before the trees
 ))
 def test_a_killed_runs_temporary_folders_are_swept_by_the_next_command(checkout, tmp_path, argv, kill_on, at, kind):
     root = copy_root(tmp_path)  # export writes the set

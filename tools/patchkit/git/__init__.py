@@ -3,8 +3,9 @@
 `Repo` is its face (repo.py); its rooms, by concern:
 - runner.py: the command runner with our environment policy, GitError, the deadline;
 - refs.py: refs, the work tree, worktrees, history, finding a target's ref;
-- objects.py: the persistent `cat-file --batch` reader, blobs, trees, commits, the temporary
-  Index, and the text operations git owns (trailers, merge-file, format-patch, archive);
+- objects.py: the persistent `cat-file --batch` reader, blobs, trees, commits, and the text
+  operations git owns (trailers, merge-file, format-patch, archive); index.py: the private,
+  slim Index trees are built in (only the paths asked about, laid over a base tree);
 - transfer.py: fetching on demand, partial and sparse checkouts, git's progress, the network
   deadline; clone.py: the clones;
 - history.py: a set's paths through history, slim commits to probe on (make radar);
@@ -21,7 +22,8 @@ from __future__ import annotations
 
 from .changes import TreeChange, squash_number
 from .runner import POLICY, ZERO, GitError, Identity, Result, Sha, check_ref_format, identity_env, run_git
-from .objects import CommitInfo, Index
+from .index import Index
+from .objects import CommitInfo
 from .refs import fetch_command, ref_candidates, resolve_target_ref, short_ref
 from .transfer import LOCAL_UPLOAD_PACK, ObjectStats, network_timeout
 from .repo import Repo, init

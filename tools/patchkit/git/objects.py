@@ -1,5 +1,5 @@
 """Objects: the persistent `cat-file --batch` reader (GitPython's GitCmdObjectDB), blobs,
-trees and commits, the temporary Index, and the text operations git owns (trailers, 3-way
+trees and commits, the temporary Index (index.py), and the text operations git owns (trailers, 3-way
 merge of a file, format-patch, archive): a room of Repo (repo.py).
 
 GitPython's object database reads blobs, trees and commits through ONE persistent
@@ -22,7 +22,8 @@ from gitdb.db.loose import LooseObjectDB
 from gitdb.util import hex_to_bin
 
 from .. import scratch
-from .runner import GitError, Identity, Result, Sha, identity_env
+from .index import Index
+from .runner import GitError, Identity, Sha, identity_env
 
 
 # interpret-trailers with no configuration at all: trailer.* cannot be reset with -c (a
@@ -109,6 +110,27 @@ class ObjectsMixin:
                 if typ == "blob" and name in want:
                     found[name] = (mode, sha)
         return found
+
+    def ls_entries(self, rev: str, paths: Iterable[str]) -> dict[str, tuple[str, str, str]]:
+        """path -> (mode, type, id) at rev for those of paths that are entries there, from trees
+        only (one ls-tree, descending as far as the paths need; nothing is fetched)."""
+        want = set(paths)
+        if not want:
+            return {}
+        out = self._run("--literal-pathspecs", "ls-tree", "--full-tree", "-z", rev, "--", *sorted(want)).stdout
+        found = {}
+        for rec in out.decode("utf-8", "surrogateescape").split("\0"):
+            if rec:
+                meta, name = rec.split("\t", 1)
+                if name in want:
+                    mode, typ, sha = meta.split(" ")
+                    found[name] = (mode, typ, sha)
+        return found
+
+    def read_object(self, sha: str) -> bytes:
+        """An object's raw content (a tree's entries, a blob's bytes), by id."""
+        with self._objects(f"cat-file --batch {sha}"):
+            return self._repo.odb.stream(hex_to_bin(sha)).read()
 
     def read_blob(self, sha: str) -> bytes:
         """A blob's bytes, by id (lazily fetched in a blobless clone)."""
@@ -270,53 +292,3 @@ class _BytesReader:
         chunk = self._data[self._pos:end]
         self._pos += len(chunk)
         return chunk
-
-
-class Index:
-    """A private index file (GIT_INDEX_FILE): trees are built here, never in a user's index."""
-
-    def __init__(self, repo: "ObjectsMixin", path: Path) -> None:
-        self.repo = repo
-        self.path = path
-        self._env = {"GIT_INDEX_FILE": str(path)}
-
-    def _run(self, *args: str, input: str | bytes | None = None, check: bool = True) -> Result:
-        return self.repo._run(*args, env=self._env, input=input, check=check)
-
-    def read_tree(self, rev: str) -> None:
-        self._run("read-tree", rev)
-
-    def apply(self, diff: str | bytes, *, check: bool = False, reverse: bool = False,
-              verbose: bool = False, atomic: bool = False) -> tuple[bool, str]:
-        """Apply diff to the index (git apply --cached); with check, only say whether it would.
-
-        Returns (applies, git's complaint; with verbose also the hunks that apply at an offset).
-        Without check, a failure raises GitError; with atomic, it is returned like check's
-        (git apply changes nothing unless every hunk applies).
-        """
-        args = ["apply", "--cached", "--whitespace=nowarn"] + (["--check"] if check else []) + \
-            (["-v"] if verbose else []) + (["--reverse"] if reverse else []) + ["-"]
-        res = self._run(*args, input=diff, check=not (check or atomic))
-        return res.returncode == 0, res.stderr
-
-    def read(self, path: str) -> bytes | None:
-        """The bytes of path as staged here; None when the index has no such file."""
-        out = self._run("--literal-pathspecs", "ls-files", "-s", "-z", "--", path).text
-        for rec in out.split("\0"):
-            meta, _, name = rec.partition("\t")
-            if name == path:
-                return self.repo.read_blob(meta.split(" ")[1])
-        return None
-
-    def add(self, path: str, data: bytes, mode: str = "100644") -> None:
-        """Stage data at path."""
-        blob = self.repo.write_blob(data)
-        self._run("update-index", "--add", "--cacheinfo", f"{mode},{blob},{path}")
-
-    def remove(self, path: str) -> None:
-        self._run("update-index", "--force-remove", "--", path)
-
-    def write_tree(self) -> Sha:
-        # --missing-ok: in a blobless clone, checking every blob would fetch them all.
-        return Sha(self._run("write-tree", "--missing-ok").text.strip())
-
