@@ -19,6 +19,11 @@ _FOUND = pytest.StashKey[dict]()
 MAKE_VARIABLES = {name for line in (ROOT / "Makefile").read_text().splitlines()
                   if line.startswith("export ") and "=" not in line for name in line.split()[1:]}
 
+# What an outer make (make test, .ci/run's make test-slow) puts in the environment: a command a
+# test runs as printed is then a sub-make, which adds "make[1]: Entering directory" lines a user
+# at a terminal never sees (CI's run of the demo's backport line failed on exactly that).
+OUTER_MAKE = {"MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKE_TERMOUT", "MAKE_TERMERR"}
+
 
 def pytest_configure(config):
     """The package's bytecode, written once for the whole run. The suite starts patchkit in a
@@ -38,7 +43,8 @@ def hermetic(tmp_path_factory, monkeypatch):
                    "[commit]\n\tgpgsign = false\n[init]\n\tdefaultBranch = main\n"
                    "[protocol]\n\tallow = never\n[protocol \"file\"]\n\tallow = always\n")
     for k in list(os.environ):
-        if k.startswith("GIT_") or k in ("PATCHKIT_ROOT", "PATCHKIT_VIA_MAKE") or k in MAKE_VARIABLES:
+        if k.startswith("GIT_") or k in ("PATCHKIT_ROOT", "PATCHKIT_VIA_MAKE") or k in MAKE_VARIABLES \
+                or k in OUTER_MAKE:
             monkeypatch.delenv(k)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(cfg))
