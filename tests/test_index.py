@@ -5,8 +5,11 @@ for every kind of change a patch carries, and git refuses in it what git refuses
 from __future__ import annotations
 
 import os
+import subprocess
 
-from patchkit.git import Repo
+import pytest
+
+from patchkit.git import GitError, Repo
 
 from helpers import sh
 
@@ -122,3 +125,109 @@ def test_reading_adding_and_removing_a_file_see_the_tree_being_built(tmp_path):
     assert "top.txt" not in listed and "100755 blob" in listed and "c/new.py" in listed
     assert sh("git", "-C", r, "show", f"{tree}:a/b/keep.py").stdout == "k = 9\n"
     assert sh("git", "-C", r, "fsck", "--no-dangling", "--connectivity-only").returncode == 0
+
+
+def _full_index(r, base: str, diff: str) -> tuple[bool, str]:
+    """What a full index makes of diff on base: (applied, its tree or git's last line of complaint)."""
+    env = dict(os.environ, GIT_INDEX_FILE=str(r / ".git" / "full-index"))
+    sh("git", "-C", r, "read-tree", base, env=env)
+    res = sh("git", "-C", r, "apply", "--cached", "-", input=diff, env=env, check=False)
+    if res.returncode:
+        return False, res.stderr.strip().splitlines()[-1]
+    return True, sh("git", "-C", r, "write-tree", env=env).stdout.strip()
+
+
+def _slim_index(r, base: str, diff: str) -> tuple[bool, str]:
+    with Repo(r).temp_index(base) as index:
+        ok, said = index.apply(diff, atomic=True)
+        return ok, index.write_tree() if ok else said.strip().splitlines()[-1]
+
+
+def _mod(old_name: str, new_name: str, before: str = "t", after: str = "t2") -> str:
+    """A hunk-only change of top.txt-like files, named as a hand-made diff names them."""
+    return f"--- {old_name}\n+++ {new_name}\n@@ -1 +1 @@\n-{before}\n+{after}\n"
+
+
+# Patches git applies (or refuses) by names diff_paths once missed or could not read: each must
+# come out of the slim index exactly as out of a full one.
+_NAMES_GIT_READS = {
+    "a traditional diff's dates after spaces": _mod("a/top.txt 2020-01-01 00:00:00.000000000 +0000",
+                                                    "b/top.txt 2020-01-02 00:00:00.000000000 +0000"),
+    "a traditional diff of a name ending in a space": _mod("a/trail ", "b/trail ", "r", "r2"),
+    "names with doubled slashes": "diff --git a/a//b/keep.py b/a//b/keep.py\n" + _mod("a/a//b/keep.py", "b/a//b/keep.py", "k = 1", "k = 2"),
+    "a mode change, the names apart by a tab": "diff --git a/top.txt\tb/top.txt\nold mode 100644\nnew mode 100755\n",
+    "a mode change, a quoted name after a tab": 'diff --git a/top.txt\t"b/top.txt"\nold mode 100644\nnew mode 100755\n',
+    "a quote git cannot undo on the diff line": 'diff --git a/top.txt" b/top.txt"\nold mode 100644\nnew mode 100755\n',
+    "an octal escape git cannot undo": 'diff --git "a/\\19" "b/\\19"\n' + _mod('"a/\\19"', '"b/\\19"'),
+    "words after a quoted name": _mod('"a/top.txt" x', '"b/top.txt" x'),
+    "a name with a line separator git leaves unquoted (core.quotepath=false)":
+        "diff --git a/line\u2028sep.py b/line\u2028sep.py\n" + _mod("a/line\u2028sep.py", "b/line\u2028sep.py", "l", "l2"),
+    "rename old and new, git's older words": "diff --git a/x b/x\nsimilarity index 100%\nrename old top.txt\nrename new moved.txt\n",
+    "a traditional diff without folders, then a git diff read at -p0":
+        _mod("top.txt.orig", "top.txt") + "diff --git a/only.py b/only.py\n" + _mod("a/only.py", "b/only.py", "o = 1", "o = 2"),
+}
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory):
+    """One base for the cases below (each only adds objects to it; its full index is its own)."""
+    r = _repo(tmp_path_factory.mktemp("shared"))
+    (r / "trail ").write_text("r\n")
+    (r / "line\u2028sep.py").write_text("l\n")
+    sh("git", "-C", r, "add", "-A")
+    sh("git", "-C", r, "commit", "-qm", "a name ending in a space, a name with a line separator")
+    return r
+
+
+@pytest.mark.parametrize("diff", list(_NAMES_GIT_READS.values()), ids=list(_NAMES_GIT_READS))
+def test_every_name_git_reads_in_a_header_is_in_the_slim_index(shared, diff):
+    assert _slim_index(shared, "HEAD", diff) == _full_index(shared, "HEAD", diff)
+
+
+def _create(path: str, mode: str = "100644") -> str:
+    return f"diff --git a/{path} b/{path}\nnew file mode {mode}\n--- /dev/null\n+++ b/{path}\n@@ -0,0 +1 @@\n+n\n"
+
+
+def _delete(path: str, text: str) -> str:
+    return f"diff --git a/{path} b/{path}\ndeleted file mode 100644\n--- a/{path}\n+++ /dev/null\n@@ -1 +0,0 @@\n-{text}\n"
+
+
+_FILES_AND_FOLDERS = {
+    "a file where a folder is": _create("a/b"),
+    "a file where a folder was partly emptied": _delete("a/b/gone.py", "g = 1") + _create("a/b"),
+    "a file where a folder was emptied": _delete("a/b/gone.py", "g = 1") + _delete("a/b/keep.py", "k = 1") + _create("a/b"),
+    "a symlink where a folder is": _create("z/deep", "120000"),
+    "a folder where a file was": _delete("top.txt", "t") + _create("top.txt/n.py"),
+    "a folder where a file is": _create("top.txt/n.py"),
+}
+
+
+@pytest.mark.parametrize("diff", list(_FILES_AND_FOLDERS.values()), ids=list(_FILES_AND_FOLDERS))
+def test_a_file_and_a_folder_at_one_path_as_a_full_index_has_them(shared, diff):
+    assert _slim_index(shared, "HEAD", diff) == _full_index(shared, "HEAD", diff)
+
+
+def test_adding_a_file_where_a_folder_is_is_refused_as_git_refuses_it(tmp_path):
+    r = _repo(tmp_path)
+    env = dict(os.environ, GIT_INDEX_FILE=str(r / ".git" / "full-index"))
+    sh("git", "-C", r, "read-tree", "HEAD", env=env)
+    blob = sh("git", "-C", r, "hash-object", "-w", "--stdin", input="n\n").stdout.strip()
+    full = sh("git", "-C", r, "update-index", "--add", "--cacheinfo", f"100644,{blob},a/b", env=env, check=False)
+    assert full.returncode != 0
+    with Repo(r).temp_index("HEAD") as index, pytest.raises(GitError):
+        index.add("a/b", b"n\n")
+
+
+def test_a_folder_rewritten_writes_an_old_trees_modes_as_git_does(tmp_path):
+    """A tree from an old git may hold 100664: git's index reads it as 100644, and a folder it
+    rewrites says so; the slim index's rewrite of that folder must too."""
+    r = _repo(tmp_path)
+    inner = sh("git", "-C", r, "ls-tree", "HEAD:a/b").stdout.replace("100644 blob", "100664 blob", 1)
+    sub = sh("git", "-C", r, "mktree", input=inner).stdout.strip()
+    assert b"100664 " in subprocess.run(["git", "-C", r, "cat-file", "tree", sub], capture_output=True).stdout
+    top = sh("git", "-C", r, "ls-tree", "HEAD:a").stdout.replace(sh("git", "-C", r, "rev-parse", "HEAD:a/b").stdout.strip(), sub)
+    a = sh("git", "-C", r, "mktree", input=top).stdout.strip()
+    root = sh("git", "-C", r, "mktree", input=sh("git", "-C", r, "ls-tree", "HEAD").stdout.replace(
+        sh("git", "-C", r, "rev-parse", "HEAD:a").stdout.strip(), a)).stdout.strip()
+    diff = "diff --git a/a/b/keep.py b/a/b/keep.py\n" + _mod("a/a/b/keep.py", "b/a/b/keep.py", "k = 1", "k = 2")
+    assert _slim_index(r, root, diff) == _full_index(r, root, diff)

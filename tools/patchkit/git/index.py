@@ -4,13 +4,14 @@ A full index of TensorRT-LLM holds ~15,000 entries; every `git apply --cached` r
 rewrites all of it and drops its cached trees, so the `git write-tree` after it hashes every
 folder again (about 45 ms a patch, 1.4 s for a 30-patch stack; #26's bench). This index holds
 only the paths it is asked about: before git applies a diff here, every path its headers
-name (diff_paths; a path more is harmless, it is only read from the base) and the files or
-links above them are loaded from the base tree; reading, adding or removing a file loads it
-first. git applies to the
-few entries with exactly the checks it makes on the full index (a file that already exists,
-a preimage that differs, a path beyond a symlink). write_tree lays those paths over the base
-tree: only the folders above them are rewritten, as git's own tree objects (entries sorted as
-git sorts them, folders as name + '/'), stored by gitdb in this process like write_object.
+name (diff_paths; a path more is harmless, it is only read from the base), the files or links
+above them and, where such a path is a folder, the files in it are loaded from the base tree;
+reading, adding or removing a file loads it first. git applies to the few entries with
+exactly the checks it makes on the full index (a file that already exists, a preimage that
+differs, a path beyond a symlink, a file where a folder is). write_tree lays those paths over
+the base tree: only the folders above them are rewritten, as git's own tree objects (entries
+sorted as git sorts them, folders as name + '/', modes as git's index holds them), stored by
+gitdb in this process like write_object.
 
 A path the index has loaded is in `_known`, with its entry in the last tree written: its
 state here (an entry, or none: removed) is its state in the tree being built; every other
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -56,18 +58,34 @@ class Index:
 
     # -- loading paths from the base tree ------------------------------------------------------
     def _load(self, paths: Iterable[str]) -> None:
-        """Bring paths, and the files or links above them, into the index as the tree has them."""
-        want = {p for p in paths if p and p not in self._known}
+        """Bring paths, the files or links above them and, for a path that is a folder, every file
+        in it (git refuses a file there while one is staged) into the index as the tree has them."""
+        want = {p for p in paths if _in_tree(p) and p not in self._known}
         if not want:
             return
         above = {str(a) for p in want for a in PurePosixPath(p).parents if str(a) != "."} - set(self._known)
         found = self.repo.ls_entries(self._tree, want | above) if self._tree else {}
+        folders = sorted(p for p in want if found.get(p, ("", ""))[1] == "tree")
+        if folders:
+            found.update({p: e for p, e in self._below(folders).items() if p not in self._known})
         files = {name: (mode.encode(), sha) for name, (mode, typ, sha) in found.items() if typ != "tree"}
         if files:
             rows = "".join(f"{mode.decode()} {sha}\t{name}\0" for name, (mode, sha) in files.items())
             self._run("update-index", "--add", "-z", "--index-info", input=rows)
         self._known.update({p: None for p in want})
         self._known.update(files)
+
+    def _below(self, folders: list[str]) -> dict[str, tuple[str, str, str]]:
+        """path -> (mode, type, id) of every file, link and submodule under folders in the tree."""
+        out = self._run("--literal-pathspecs", "ls-tree", "-r", "--full-tree", "-z", self._tree, "--",
+                        *folders).stdout.decode("utf-8", "surrogateescape")
+        found = {}
+        for rec in out.split("\0"):
+            if rec:
+                meta, name = rec.split("\t", 1)
+                mode, typ, sha = meta.split(" ")
+                found[name] = (mode, typ, sha)
+        return found
 
     # -- what git does on it --------------------------------------------------------------------
     def apply(self, diff: str | bytes, *, check: bool = False, reverse: bool = False,
@@ -155,8 +173,17 @@ class Index:
         while pos < len(data):
             space = data.index(b" ", pos)
             nul = data.index(b"\0", space)
-            yield data[space + 1:nul], (data[pos:space], data[nul + 1:nul + 21].hex())
+            yield data[space + 1:nul], (_canon(data[pos:space]), data[nul + 1:nul + 21].hex())
             pos = nul + 21
+
+
+def _canon(mode: bytes) -> bytes:
+    """A tree entry's mode as git's index holds it, and so as git writes it again: an old tree may
+    hold 100664 or 040000, which a folder git rewrites loses (git's canon_mode)."""
+    kind = int(mode, 8) & 0o170000
+    if kind == 0o100000:
+        return b"100755" if int(mode, 8) & 0o100 else b"100644"
+    return {0o040000: TREE, 0o120000: b"120000"}.get(kind, b"160000")
 
 
 def _order(item: tuple[bytes, Entry]) -> bytes:
@@ -184,76 +211,103 @@ def _split(changes: dict[str, Entry | None]) -> _Changes:
     return root
 
 
-_NAMED = ("rename from ", "rename to ", "copy from ", "copy to ")
+_NAMED = ("rename from ", "rename to ", "rename old ", "rename new ", "copy from ", "copy to ")
 _ESCAPES = {"a": 7, "b": 8, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11, "\\": 92, '"': 34}
+_HUNK = re.compile(r"@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
 
 
 def diff_paths(diff: str | bytes) -> set[str]:
-    """Every path a diff's headers may name, as git apply -p1 reads them: `diff --git`, `---`,
-    `+++`, rename and copy lines, C-quoted or not. A superset is harmless (a hunk's line that
-    looks like a header only loads a path more), a path missed is not: a header git reads is
-    never skipped."""
+    """Every path a diff's headers may name, as git apply reads them: `diff --git`, `---`, `+++`,
+    rename and copy lines, C-quoted or not, after -p1 (and as they are when git may guess -p0:
+    a traditional diff whose names have no folder). Where git's reading depends on more than
+    the line (which space or tab ends a name, a date after it or not, a quote it cannot undo),
+    every reading is taken: a path more is harmless (it is only read from the base), a path
+    missed is not. A hunk's lines are skipped by its counts, as git skips them."""
     text = diff.decode("utf-8", "surrogateescape") if isinstance(diff, bytes) else diff
-    found: set[str] = set()
-    for line in text.splitlines():
-        if line.startswith(_NAMED):
-            found.add(_unquote(line.split(" ", 2)[2]))
-        elif line.startswith(("--- ", "+++ ")):
-            name = _unquote(line[4:].split("\t")[0].rstrip())
-            if name != "/dev/null":
-                found.add(_strip(name))
-        elif line.startswith("diff --git "):
-            found.update(_strip(n) for n in _git_names(line[len("diff --git "):]))
-    found.discard("")
-    return found
-
-
-def _git_names(rest: str) -> list[str]:
-    """The two names of a `diff --git` line: quoted ones, or every way to split it in two."""
-    if rest.startswith('"'):
-        end = _closing(rest)
-        first, second = rest[:end + 1], rest[end + 1:].strip()
-        return [_unquote(first), _unquote(second)]
-    if rest.endswith('"'):
-        start = rest.rindex(' "')
-        return [rest[:start], _unquote(rest[start + 1:])]
-    parts = rest.split(" ")
-    return [n for i in range(1, len(parts)) for n in (" ".join(parts[:i]), " ".join(parts[i:]))]
-
-
-def _closing(quoted: str) -> int:
-    i = 1
-    while i < len(quoted):
-        if quoted[i] == "\\":
-            i += 2
-            continue
-        if quoted[i] == '"':
-            return i
-        i += 1
-    return len(quoted) - 1
-
-
-def _unquote(name: str) -> str:
-    """git's C-style quoting of a path undone (octal escapes are bytes of UTF-8)."""
-    if len(name) < 2 or not (name.startswith('"') and name.endswith('"')):
-        return name
-    body, out, i = name[1:-1], bytearray(), 0
-    while i < len(body):
-        c = body[i]
-        if c == "\\" and i + 1 < len(body):
-            nxt = body[i + 1]
-            if nxt in "0123":
-                out.append(int(body[i + 1:i + 4], 8))
-                i += 4
+    named: set[str] = set()  # rename and copy lines: never stripped
+    headed: set[str] = set()  # --- and +++ lines, before -p
+    git_lines: list[str] = []
+    old = new = 0  # the current hunk's old and new lines still to come
+    for line in text.split("\n"):  # git's lines end at a newline only
+        if old or new:
+            kind = line[:1]
+            if kind in ("", " ", "-", "+", "\\"):  # an empty line is context, as git reads it
+                old -= kind in ("", " ", "-")
+                new -= kind in ("", " ", "+")
                 continue
-            out.append(_ESCAPES.get(nxt, ord(nxt)))
-            i += 2
+            old = new = 0  # git calls the patch corrupt: it applies nothing, whatever is loaded
+        hunk = _HUNK.match(line)
+        if hunk:
+            old, new = (int(n) if n is not None else 1 for n in hunk.groups())
+        elif line.startswith(_NAMED):
+            named |= _readings(line.split(" ", 2)[2], "\r")
+        elif line.startswith(("--- ", "+++ ")):
+            headed |= _readings(line[4:], " \t\r")
+        elif line.startswith("diff --git "):
+            git_lines.append(line[len("diff --git "):])
+    headed.discard("/dev/null")
+    ps = (1, 0) if any(n and "/" not in n for n in headed) else (1,)
+    found = named | {m for n in headed for p in ps for m in [_skip(n, p)] if m}
+    found |= {m for rest in git_lines for p in ps for m in _header_names(rest, p)}
+    return {m for n in found for m in (n, re.sub("/+", "/", n)) if _in_tree(m)}
+
+
+def _in_tree(path: str) -> bool:
+    """Whether an index could hold path (git refuses absolute ones, empty, '.' and '..' parts)."""
+    return all(part not in ("", ".", "..") for part in path.split("/"))
+
+
+def _readings(rest: str, stops: str) -> set[str]:
+    """The names a header's rest may hold: the C-quoted one it starts with, and each prefix up to
+    a stop character (where git ends a name, or where a date git strips begins) or the end."""
+    names = {rest[:i] for i, c in enumerate(rest) if c in stops} | {rest}
+    quoted = _unquote(rest)
+    return names if quoted is None else names | {quoted}
+
+
+def _skip(name: str, p: int) -> str | None:
+    """name without its first p folders (git's -p); None when it has too few."""
+    return name if p == 0 else (name.split("/", 1)[1] if "/" in name else None)
+
+
+def _header_names(rest: str, p: int) -> set[str]:
+    """The name a `diff --git` line gives (git reads it when no other line names the file):
+    the same name after -p on both sides of a space or tab, or a C-quoted one."""
+    out = set()
+    for i, c in enumerate(rest):
+        if c == '"':
+            quoted = _unquote(rest[i:])
+            if quoted is not None and _skip(quoted, p):
+                out.add(_skip(quoted, p))
+        elif c in " \t" and _skip(rest[:i], p) is not None and _skip(rest[:i], p) == _skip(rest[i + 1:], p):
+            out.add(_skip(rest[:i], p))
+    return out
+
+
+def _unquote(quoted: str) -> str | None:
+    """The C-quoted name quoted starts with, undone as git undoes it (octal escapes are bytes of
+    UTF-8; what follows the closing quote is ignored); None when git could not undo it either."""
+    if not quoted.startswith('"'):
+        return None
+    out, i = bytearray(), 1
+    while i < len(quoted):
+        c = quoted[i]
+        if c == '"':
+            return out.decode("utf-8", "surrogateescape")
+        if c != "\\":
+            out += c.encode("utf-8", "surrogateescape")
+            i += 1
             continue
-        out += c.encode("utf-8", "surrogateescape")
-        i += 1
-    return out.decode("utf-8", "surrogateescape")
-
-
-def _strip(name: str) -> str:
-    """-p1: the first component (a/, b/) off."""
-    return name.split("/", 1)[1] if "/" in name else name
+        nxt = quoted[i + 1:i + 2]
+        if nxt and nxt in "0123":
+            digits = quoted[i + 1:i + 4]
+            if len(digits) < 3 or any(d not in "01234567" for d in digits):
+                return None
+            out.append(int(digits, 8))
+            i += 4
+        elif nxt and nxt in _ESCAPES:
+            out.append(_ESCAPES[nxt])
+            i += 2
+        else:
+            return None
+    return None

@@ -113,11 +113,12 @@ class ObjectsMixin:
 
     def ls_entries(self, rev: str, paths: Iterable[str]) -> dict[str, tuple[str, str, str]]:
         """path -> (mode, type, id) at rev for those of paths that are entries there, from trees
-        only (one ls-tree, descending as far as the paths need; nothing is fetched)."""
+        only (one ls-tree, descending as far as the paths need; nothing is fetched). A folder is
+        an entry too (-t: also when ls-tree descends into it for a path below)."""
         want = set(paths)
         if not want:
             return {}
-        out = self._run("--literal-pathspecs", "ls-tree", "--full-tree", "-z", rev, "--", *sorted(want)).stdout
+        out = self._run("--literal-pathspecs", "ls-tree", "-t", "--full-tree", "-z", rev, "--", *sorted(want)).stdout
         found = {}
         for rec in out.decode("utf-8", "surrogateescape").split("\0"):
             if rec:
