@@ -193,6 +193,7 @@ def apply_series(repo: Repo, base: Sha, patches: Sequence[Patch], *, threeway: b
     """
     result = SeriesResult(base=base, tip=base)
     with TreeBuilder(repo, base, committer, committer_date, message_filter) as tb:
+        tb.index.expect(p.diff for p in patches)
         if not record and not threeway and after_each is None and len(patches) > 1:
             # A probe keeps nothing: the whole series in one git apply when it applies (a
             # stack of 30 patches is one process, not 30); patch by patch only when it does not.

@@ -87,6 +87,11 @@ class Index:
                 found[name] = (mode, typ, sha)
         return found
 
+    def expect(self, diffs: Iterable[str | bytes]) -> None:
+        """Load every path these diffs name at once (a series: one ls-tree and one update-index
+        for all its patches, not two more processes a patch)."""
+        self._load(set().union(*(diff_paths(d) for d in diffs)))
+
     # -- what git does on it --------------------------------------------------------------------
     def apply(self, diff: str | bytes, *, check: bool = False, reverse: bool = False,
               verbose: bool = False, atomic: bool = False) -> tuple[bool, str]:
