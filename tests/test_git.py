@@ -33,6 +33,23 @@ def test_non_utf8_file_survives_a_threeway_merge(upstream, tmp_path):
     assert merged.endswith(LATIN1) and b"max(encoder_num_heads, 1)" in merged and b'"max_source_positions"' in merged
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): the second 3-way case
+def test_an_executable_file_stays_executable_through_a_threeway_merge(upstream, tmp_path):
+    """A drifted file that upstream made executable merges 3-way and keeps its mode (it was
+    written back as 100644)."""
+    util = upstream / UTIL
+    text = util.read_bytes()
+    old = b"            head_dim = encoder_hidden_size // encoder_num_heads\n"
+    util.write_bytes(text.replace(old, b"            head_dim = encoder_hidden_size // max(encoder_num_heads, 1)\n"))
+    util.chmod(0o755)
+    sh("git", "-C", upstream, "commit", "-qam", "Guard the head size division; the module runs as a script")
+    clone = tmp_path / "clone"
+    sh("git", "clone", "-q", upstream.as_uri(), clone)
+    res = apply_mod.apply(patchset.load(ROOT, "main"), src=clone, threeway=True)
+    assert [o.status for o in res.outcomes][0] == series.THREEWAY
+    assert sh("git", "-C", clone, "ls-tree", "HEAD", "--", UTIL).stdout.split()[0] == "100755"
+
+
 def test_objects_are_read_as_bytes_through_one_reader(upstream):
     repo = Repo(upstream)
     assert repo.show_file("main", UTIL) == (upstream / UTIL).read_bytes()

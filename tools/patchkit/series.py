@@ -150,6 +150,10 @@ class TreeBuilder:
         """The file as the tree being built has it (through the one object reader)."""
         return self.index.read(path)
 
+    def file_mode(self, path: str) -> str | None:
+        """The mode the tree being built has for path; None when it has no such file."""
+        return self.index.mode(path)
+
     def write_file(self, path: str, content: bytes, mode: str = "100644") -> None:
         self.index.add(path, content, mode)
 
@@ -389,7 +393,7 @@ def _merge_forward(tb: TreeBuilder, sides: dict[str, tuple[bytes, bytes | None]]
         merged, conflicts = tb.repo.merge_file(ours or b"", base, theirs)
         if conflicts:
             return Drift(path, "", (), f"3-way merge from {cand[:12]} left {conflicts} conflict(s)")
-        tb.write_file(path, merged)
+        tb.write_file(path, merged, tb.file_mode(path) or "100644")  # the file keeps its mode
     return None
 
 

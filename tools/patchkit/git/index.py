@@ -113,6 +113,12 @@ class Index:
         entry = self._entries([path]).get(path)
         return None if entry is None else self.repo.read_blob(entry[1])
 
+    def mode(self, path: str) -> str | None:
+        """The mode of path as staged here (100644, 100755, 120000); None when there is no such file."""
+        self._load([path])
+        entry = self._entries([path]).get(path)
+        return None if entry is None else entry[0].decode()
+
     def add(self, path: str, data: bytes, mode: str = "100644") -> None:
         """Stage data at path."""
         self._load([path])
