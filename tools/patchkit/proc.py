@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from .errors import CommandError, ToolMissing
 
 log = logging.getLogger("patchkit.proc")
+# What a wait with a timeout raises, for code that waits on a process git's runner started.
+TimeoutExpired = subprocess.TimeoutExpired
 
 
 @dataclass(frozen=True)

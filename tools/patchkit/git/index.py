@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import struct
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from git.index.fun import read_cache
 from gitdb.util import hex_to_bin
 
 from .runner import Result, Sha
@@ -42,7 +44,8 @@ class Index:
         """repo: the Repo whose objects room (objects.py) made this index (not imported: a circle)."""
         self.repo = repo
         self.path = path
-        self._env = {"GIT_INDEX_FILE": str(path)}
+        # version 2 whatever the repository says (our clones set index.version=4): GitPython reads it
+        self._env = {"GIT_INDEX_FILE": str(path), "GIT_INDEX_VERSION": "2"}
         self._tree: Sha | None = None  # the base, then the last tree written
         self._known: dict[str, Entry | None] = {}  # each loaded path's entry in _tree
 
@@ -130,17 +133,36 @@ class Index:
         self._run("update-index", "--force-remove", "--", path)
 
     def _entries(self, paths: Iterable[str] = ()) -> dict[str, Entry]:
-        """path -> (mode, blob) of the entries staged here (of paths only, when given)."""
-        args = ["--literal-pathspecs", "ls-files", "-s", "-z"] + (["--", *paths] if paths else [])
+        """path -> (mode, blob) of the entries staged here (of paths only, when given): read by
+        GitPython from the index file, a few entries, in this process; through git ls-files
+        when GitPython cannot read it (an index version 4 or a split index the user's config
+        asks for, a name that is not UTF-8)."""
         if not self.path.exists():
             return {}
-        found = {}
-        for rec in self._run(*args).stdout.decode("utf-8", "surrogateescape").split("\0"):
-            if rec:
-                meta, name = rec.split("\t", 1)
-                mode, sha, _stage = meta.split(" ")
-                found[name] = (mode.encode(), sha)
-        return found
+        want = set(paths)
+        found = self._read_file()
+        if found is None:
+            args = ["--literal-pathspecs", "ls-files", "-s", "-z"] + (["--", *sorted(want)] if want else [])
+            found = {}
+            for rec in self._run(*args).stdout.decode("utf-8", "surrogateescape").split("\0"):
+                if rec:
+                    meta, name = rec.split("\t", 1)
+                    mode, sha, _stage = meta.split(" ")
+                    found[name] = (mode.encode(), sha)
+        return {p: e for p, e in found.items() if not want or p in want}
+
+    def _read_file(self) -> dict[str, Entry] | None:
+        try:
+            with open(self.path, "rb") as f:
+                _version, entries, extensions, _sha = read_cache(f)
+        except (OSError, ValueError, AssertionError, UnicodeDecodeError, struct.error):
+            return None
+        pos = 0
+        while pos + 8 <= len(extensions):  # a split index's entries are elsewhere: git reads it
+            if extensions[pos:pos + 4] == b"link":
+                return None
+            pos += 8 + int.from_bytes(extensions[pos + 4:pos + 8], "big")
+        return {str(path): (b"%o" % e.mode, e.hexsha) for (path, stage), e in entries.items() if stage == 0}
 
     def write_tree(self) -> Sha:
         """The tree: the last one written (at first the base) with each path staged here that

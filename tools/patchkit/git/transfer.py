@@ -16,6 +16,7 @@ from git.exc import GitCommandNotFound
 
 from .. import progress
 from ..errors import NotFound, ToolMissing
+from ..proc import TimeoutExpired
 from .runner import GitError, Result, Sha, _Git, _kill_tree, _without_redirects, argv
 
 _FULL_ID = re.compile(r"[0-9a-f]{40}")
@@ -243,8 +244,12 @@ def _call_watched(runner: _Git, args: Sequence[str], check: bool, remote: str, w
     what = what.replace(f" from {remote}", "")  # the remote is named once
     failed = ""
     try:
-        while proc.poll() is None:
-            time.sleep(0.05)
+        while True:
+            try:
+                proc.wait(timeout=0.05)  # back the moment git exits (a sleep made every fetch wait for its tick)
+                break
+            except TimeoutExpired:
+                pass
             now = time.monotonic()
             if proc.poll() is None and now - last[0] >= stall:
                 failed = (f"{remote} stalled: no data for {stall:g} s while {what} "
