@@ -53,8 +53,14 @@ def backport_files(miniature: Path, number: str, dest: Path, start: int, work: P
         env = dict(os.environ, GIT_AUTHOR_NAME=name, GIT_AUTHOR_EMAIL=email, GIT_AUTHOR_DATE=date)
         parent = subprocess.run(["git", "-C", str(git), "commit-tree", tree, "-p", parent], input=message, env=env,
                                 text=True, capture_output=True, check=True).stdout.strip()
+    return _format_patches(git, dest, start, f"{base}..{parent}")
+
+
+def _format_patches(git: Path, dest: Path, start: int, revs: str) -> list[str]:
+    """The commits of revs as format-patch files in dest from number start, as the project
+    keeps them (no index lines); their names."""
     out = sh("git", "-C", git, "format-patch", "--zero-commit", "--no-signature", "--no-stat",
-             f"--start-number={start}", "-o", dest, f"{base}..{parent}").stdout.split()
+             f"--start-number={start}", "-o", dest, revs).stdout.split()
     names = []
     for path in map(Path, out):
         path.write_text(_INDEX.sub("", path.read_text()))
@@ -135,13 +141,7 @@ def own_fix(root: Path, target: str, miniature: Path, work: Path, fix_id: str, r
         sh("git", "-C", tree, "commit", "-q", "-m", f"[#{fix_id}][{kind}] A {kind} of ours on the stack\n\n"
            f"Why it is needed.\n\n{trailers}")
         commits += 1
-    out = sh("git", "-C", tree, "format-patch", "--zero-commit", "--no-signature", "--no-stat",
-             f"--start-number={start}", "-o", set_dir, f"-{commits}").stdout.split()
-    names = []
-    for path in map(Path, out):
-        path.write_text(_INDEX.sub("", path.read_text()))
-        names.append(path.name)
-    return names
+    return _format_patches(tree, set_dir, start, f"-{commits}")
 
 
 def own_entry(fix_id: str, files: list[str], tests: list[str]) -> str:

@@ -761,19 +761,24 @@ def test_a_bumped_rev_offline_is_not_run_with_pips_reason_and_the_command_that_f
     assert not any(house.glob(f"{pin.split('==')[0]}-{pin.split('==')[1]}-*.whl"))
 
 
-@needs_hook_tools
-def test_a_bumped_pin_is_fetched_from_the_users_index_on_first_use_and_the_hook_runs(upstream, tmp_path, house,
-                                                                                     index, capsys):
-    """With a reachable index, the pin upstream bumped to is fetched into the wheelhouse (kept
-    per version) and its hook runs with it; offline first, the printed command fetches it."""
+def _isort_bumped_past_the_wheelhouse(upstream: Path, tmp_path: Path) -> tuple[str, Path, Path, Path]:
+    """Upstream bumps isort to a version only a package index has (our wheel, relabelled);
+    (the version, its wheel, where lint's report goes, a lint cache of its own)."""
     (ours,) = WHEELHOUSE.glob("isort-5.12.0-*.whl")
     label = "5.12.0+patchkit.relabelled"
     (tmp_path / "dist").mkdir()
     wheel = relabel(ours, label, tmp_path / "dist")
     only(upstream, "pycqa/isort")
     moved(upstream, "rev: 5.12.0", f"rev: {label}", "Bump isort")
-    report = tmp_path / "lint.json"
-    cache = shared_cache(tmp_path)
+    return label, wheel, tmp_path / "lint.json", shared_cache(tmp_path)
+
+
+@needs_hook_tools
+def test_a_bumped_pin_is_fetched_from_the_users_index_on_first_use_and_the_hook_runs(upstream, tmp_path, house,
+                                                                                     index, capsys):
+    """With a reachable index, the pin upstream bumped to is fetched into the wheelhouse (kept
+    per version) and its hook runs with it; offline first, the printed command fetches it."""
+    label, wheel, report, cache = _isort_bumped_past_the_wheelhouse(upstream, tmp_path)
     index.serve(wheel)
     assert lint(upstream, cache, report) == 0, capsys.readouterr()
     out = capsys.readouterr().out
@@ -788,14 +793,7 @@ def test_a_bumped_pin_is_fetched_from_the_users_index_on_first_use_and_the_hook_
 @pytest.mark.slow  # make test-slow: make test keeps the fetch on first use above
 def test_the_printed_fetch_command_runs_as_printed_and_the_hook_runs_after_it(upstream, tmp_path, house, index,
                                                                               capsys):
-    (ours,) = WHEELHOUSE.glob("isort-5.12.0-*.whl")
-    label = "5.12.0+patchkit.relabelled"
-    (tmp_path / "dist").mkdir()
-    wheel = relabel(ours, label, tmp_path / "dist")
-    only(upstream, "pycqa/isort")
-    moved(upstream, "rev: 5.12.0", f"rev: {label}", "Bump isort")
-    report = tmp_path / "lint.json"
-    cache = shared_cache(tmp_path)
+    label, wheel, report, cache = _isort_bumped_past_the_wheelhouse(upstream, tmp_path)
     assert lint(upstream, cache, report) == ExitCode.TOOL_MISSING  # the index is not there yet
     capsys.readouterr()
     cmd = json.loads(report.read_text())["not_run"]["isort"].split("; fetch it with: ", 1)[1].rstrip(")")
