@@ -5,6 +5,7 @@ for every kind of change a patch carries, and git refuses in it what git refuses
 from __future__ import annotations
 
 import os
+from pathlib import Path
 import subprocess
 
 import pytest
@@ -231,3 +232,19 @@ def test_a_folder_rewritten_writes_an_old_trees_modes_as_git_does(tmp_path):
         sh("git", "-C", r, "rev-parse", "HEAD:a").stdout.strip(), a)).stdout.strip()
     diff = "diff --git a/a/b/keep.py b/a/b/keep.py\n" + _mod("a/a/b/keep.py", "b/a/b/keep.py", "k = 1", "k = 2")
     assert _slim_index(r, root, diff) == _full_index(r, root, diff)
+
+
+def test_a_users_split_index_setting_leaves_nothing_in_their_git_folder(tmp_path, monkeypatch):
+    """core.splitIndex=true (or feature.manyFiles' index v4) in the user's config: the private
+    index is neither split (its shared part would land in .git as sharedindex.*) nor unreadable."""
+    r = _repo(tmp_path)
+    base = sh("git", "-C", r, "rev-parse", "HEAD").stdout.strip()
+    cfg = Path(os.environ["GIT_CONFIG_GLOBAL"])
+    cfg.write_text(cfg.read_text() + "[core]\n\tsplitIndex = true\n[feature]\n\tmanyFiles = true\n")
+    before = sorted(p.name for p in (r / ".git").iterdir())
+    with Repo(r).temp_index(base) as index:
+        index.add("a/b/keep.py", b"k = 5\n")
+        tree = index.write_tree()
+        assert index.read("a/b/keep.py") == b"k = 5\n"
+    assert sorted(p.name for p in (r / ".git").iterdir()) == before
+    assert sh("git", "-C", r, "show", f"{tree}:a/b/keep.py").stdout == "k = 5\n"

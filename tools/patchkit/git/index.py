@@ -50,7 +50,9 @@ class Index:
         self._known: dict[str, Entry | None] = {}  # each loaded path's entry in _tree
 
     def _run(self, *args: str, input: str | bytes | None = None, check: bool = True) -> Result:
-        return self.repo._run(*args, env=self._env, input=input, check=check)
+        # Never split, whatever the user's core.splitIndex: a split index leaves its shared
+        # part in the repository's .git (sharedindex.*), not beside this private file.
+        return self.repo._run("-c", "core.splitIndex=false", *args, env=self._env, input=input, check=check)
 
     def read_tree(self, rev: str) -> None:
         """Start over from rev's tree (nothing is read until a path is asked about)."""
