@@ -72,25 +72,13 @@ class Index:
         found = self.repo.ls_entries(self._tree, want | above) if self._tree else {}
         folders = sorted(p for p in want if found.get(p, ("", ""))[1] == "tree")
         if folders:
-            found.update({p: e for p, e in self._below(folders).items() if p not in self._known})
+            found.update({p: e for p, e in self.repo.ls_below(self._tree, folders).items() if p not in self._known})
         files = {name: (mode.encode(), sha) for name, (mode, typ, sha) in found.items() if typ != "tree"}
         if files:
             rows = "".join(f"{mode.decode()} {sha}\t{name}\0" for name, (mode, sha) in files.items())
             self._run("update-index", "--add", "-z", "--index-info", input=rows)
         self._known.update({p: None for p in want})
         self._known.update(files)
-
-    def _below(self, folders: list[str]) -> dict[str, tuple[str, str, str]]:
-        """path -> (mode, type, id) of every file, link and submodule under folders in the tree."""
-        out = self._run("--literal-pathspecs", "ls-tree", "-r", "--full-tree", "-z", self._tree, "--",
-                        *folders).stdout.decode("utf-8", "surrogateescape")
-        found = {}
-        for rec in out.split("\0"):
-            if rec:
-                meta, name = rec.split("\t", 1)
-                mode, typ, sha = meta.split(" ")
-                found[name] = (mode, typ, sha)
-        return found
 
     def expect(self, diffs: Iterable[str | bytes]) -> None:
         """Load every path these diffs name at once (a series: one ls-tree and one update-index

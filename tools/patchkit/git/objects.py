@@ -67,66 +67,49 @@ class ObjectsMixin:
                           c.message if isinstance(c.message, str) else c.message.decode("utf-8", "replace"))
 
     # -- objects: one cat-file --batch process (GitPython's GitCmdObjectDB) -------------------
+    def _ls(self, rev: str, paths: Iterable[str] | None, *flags: str,
+            literal: bool = True) -> list[tuple[str, str, str, str]]:
+        """(mode, type, id, path) rows of one `ls-tree --full-tree` at rev, read from trees only
+        (nothing is fetched): of paths (none: no rows), or of the whole tree when paths is None."""
+        want = None if paths is None else sorted(set(paths))
+        if want == []:
+            return []
+        args = (["--literal-pathspecs"] if literal else []) + ["ls-tree", "--full-tree", "-z", *flags, rev]
+        rows = []
+        for rec in self._run(*args, *(["--", *want] if want else [])).text.split("\0"):
+            if rec:
+                meta, name = rec.split("\t", 1)
+                mode, typ, sha = meta.split(" ")
+                rows.append((mode, typ, sha, name))
+        return rows
+
     def ls_tree(self, rev: str, path: str = "", recursive: bool = True) -> list[tuple[str, str, str]]:
         """(mode, type, path) entries under path at rev, read from trees only (no blobs needed)."""
-        args = ["ls-tree", "--full-tree", "-z"] + (["-r"] if recursive else []) + [rev]
-        if path:
-            args += ["--", path]
-        rows = []
-        for rec in self._run(*args).text.split("\0"):
-            if not rec:
-                continue
-            meta, name = rec.split("\t", 1)
-            mode, typ, _ = meta.split(" ")
-            rows.append((mode, typ, name))
-        return rows
+        return [(mode, typ, name) for mode, typ, _sha, name in
+                self._ls(rev, [path] if path else None, *(["-r"] if recursive else []), literal=False)]
 
     def modes(self, rev: str, paths: Iterable[str]) -> dict[str, str]:
         """path -> mode at rev for those of paths that are entries there (files, links, folders),
         in one ls-tree: git descends only as far as the paths need."""
-        want = sorted(set(paths))
-        if not want:
-            return {}
-        out = self._run("--literal-pathspecs", "ls-tree", "--full-tree", "-z", rev, "--", *want).text
-        found = {}
-        for rec in out.split("\0"):
-            if rec:
-                meta, name = rec.split("\t", 1)
-                found[name] = meta.split(" ")[0]
-        return {p: found[p] for p in want if p in found}
+        want = set(paths)
+        return {name: mode for mode, _typ, _sha, name in self._ls(rev, want) if name in want}
 
     def blob_ids(self, rev: str, paths: Iterable[str]) -> dict[str, tuple[str, str]]:
         """path -> (mode, blob id) at rev for those of paths that are files there, read from trees
         only: in a blobless clone nothing is fetched (make lint fetches what it needs in one batch)."""
-        want = sorted(set(paths))
-        if not want:
-            return {}
-        out = self._run("--literal-pathspecs", "ls-tree", "-r", "--full-tree", "-z", rev, "--", *want).text
-        found = {}
-        for rec in out.split("\0"):
-            if rec:
-                meta, name = rec.split("\t", 1)
-                mode, typ, sha = meta.split(" ")
-                if typ == "blob" and name in want:
-                    found[name] = (mode, sha)
-        return found
+        want = set(paths)
+        return {name: (mode, sha) for mode, typ, sha, name in self._ls(rev, want, "-r") if typ == "blob" and name in want}
 
     def ls_entries(self, rev: str, paths: Iterable[str]) -> dict[str, tuple[str, str, str]]:
         """path -> (mode, type, id) at rev for those of paths that are entries there, from trees
         only (one ls-tree, descending as far as the paths need; nothing is fetched). A folder is
         an entry too (-t: also when ls-tree descends into it for a path below)."""
         want = set(paths)
-        if not want:
-            return {}
-        out = self._run("--literal-pathspecs", "ls-tree", "-t", "--full-tree", "-z", rev, "--", *sorted(want)).stdout
-        found = {}
-        for rec in out.decode("utf-8", "surrogateescape").split("\0"):
-            if rec:
-                meta, name = rec.split("\t", 1)
-                if name in want:
-                    mode, typ, sha = meta.split(" ")
-                    found[name] = (mode, typ, sha)
-        return found
+        return {name: (mode, typ, sha) for mode, typ, sha, name in self._ls(rev, want, "-t") if name in want}
+
+    def ls_below(self, rev: str, folders: Iterable[str]) -> dict[str, tuple[str, str, str]]:
+        """path -> (mode, type, id) at rev of every file, link and submodule under folders."""
+        return {name: (mode, typ, sha) for mode, typ, sha, name in self._ls(rev, folders, "-r")}
 
     def read_object(self, sha: str) -> bytes:
         """An object's raw content (a tree's entries, a blob's bytes), by id."""
