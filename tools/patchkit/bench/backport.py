@@ -78,10 +78,7 @@ def _pull(repo: Repo) -> int:
                 "[#424242][test] Cover the bench's guard")]
     tip = at
     for path, content, message in changes:
-        with repo.temp_index(tip) as index:
-            index.add(path, content.encode())
-            tree = index.write_tree()
-        tip = repo.commit_tree(tree, [tip], message + "\n", author=AUTHOR, committer=AUTHOR)
+        tip = generate.commit_file(repo, tip, path, content.encode(), message + "\n", AUTHOR)
     repo.set_ref(f"refs/pull/{NUMBER}/head", tip)
     return len(changes)
 

@@ -178,10 +178,8 @@ def drift(up: Repo, ps: PatchSet, ref: str) -> tuple[Sha, Sha] | None:
                     continue
                 lines = list(h.preimage)
                 lines[idx] = lines[idx].rstrip("\n") + "  # upstream moved on\n"
-                with up.temp_index(old) as index:
-                    index.add(fc.old_path, text.replace(pre, "".join(lines).encode(), 1))
-                    tree = index.write_tree()
-                new = up.commit_tree(tree, [old], "Upstream moves on under a hunk\n", author=DRIFTER, committer=DRIFTER)
+                new = generate.commit_file(up, old, fc.old_path, text.replace(pre, "".join(lines).encode(), 1),
+                                           "Upstream moves on under a hunk\n", DRIFTER)
                 up.update_ref(f"refs/heads/{ref}", new, old)
                 return old, new
     return None

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from .. import miniature, progress
-from ..git import Repo, init
+from ..git import Identity, Repo, Sha, init
 
 # Where generated directories hang: shared with the miniature's layout, but never one of the
 # directories that hold the miniature's files (nothing generated lands among them).
@@ -84,6 +84,14 @@ def shared(root: Path, workdir: Path, shape: Shape | None = None) -> Path:
         with progress.step(f"generating an upstream of {shape.files:,} files and {shape.commits:,} commits"):
             generate(root, base, shape)
     return base
+
+
+def commit_file(repo: Repo, parent: str, path: str, data: bytes, message: str, who: Identity) -> Sha:
+    """A commit on parent that stages data at path, by who (upstream moving on, a pull request's commit)."""
+    with repo.temp_index(parent) as index:
+        index.add(path, data)
+        tree = index.write_tree()
+    return repo.commit_tree(tree, [parent], message, author=who, committer=who)
 
 
 def _snapshot(repo: Repo, commit: str) -> dict[str, bytes]:

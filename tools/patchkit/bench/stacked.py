@@ -97,11 +97,8 @@ def _pulls(repo: Repo) -> list[str]:
         for c in range(COMMITS + (p == 0)):
             path = next(picked)
             text = (repo.show_file(tip, path) or b"").decode("utf-8", "replace")
-            with repo.temp_index(tip) as index:
-                index.add(path, (text + f"\n# bench stack: pull {p + 1}, commit {c + 1}\n").encode())
-                tree = index.write_tree()
-            tip = repo.commit_tree(tree, [tip], f"[None][fix] Bench stack change {p + 1}.{c + 1}\n",
-                                   author=AUTHOR, committer=AUTHOR)
+            tip = generate.commit_file(repo, tip, path, (text + f"\n# bench stack: pull {p + 1}, commit {c + 1}\n").encode(),
+                                       f"[None][fix] Bench stack change {p + 1}.{c + 1}\n", AUTHOR)
         repo.set_ref(f"refs/pull/{FIRST + p}/head", tip)
         numbers.append(str(FIRST + p))
     return numbers
