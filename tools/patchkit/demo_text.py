@@ -17,7 +17,7 @@ def demo_full(r) -> str:
     return "\n".join(out).rstrip("\n")
 
 
-def _demo_said(st, target: str) -> str:
+def _demo_said(st) -> str:
     """A step's result in a few words."""
     r = st.result
     if st.kind == "miniature":
@@ -92,7 +92,7 @@ def demo_result(r) -> str:
     """make demo: a line per step (what it found, and the command that does it by hand), a table,
     and what to do next (#27 item 4: it printed about 340 lines, two whole PR bodies, and no end)."""
     targets = list(dict.fromkeys(st.target for st in r.steps if st.target))
-    rows = [(st.target or "-", st.kind, _demo_said(st, st.target)) for st in r.steps]
+    rows = [(st.target or "-", st.kind, _demo_said(st)) for st in r.steps]
     widths = [max(len(x[i]) for x in rows) for i in range(2)]
     lines = [f"make demo: the main job on the miniature upstream {Path(r.upstream).as_uri()}", ""]
     for (target, kind, said), st in zip(rows, r.steps):
