@@ -102,15 +102,17 @@ class Index:
 
     def read(self, path: str) -> bytes | None:
         """The bytes of path as staged here; None when the index has no such file."""
-        self._load([path])
-        entry = self._entries([path]).get(path)
+        entry = self._staged(path)
         return None if entry is None else self.repo.read_blob(entry[1])
 
     def mode(self, path: str) -> str | None:
         """The mode of path as staged here (100644, 100755, 120000); None when there is no such file."""
-        self._load([path])
-        entry = self._entries([path]).get(path)
+        entry = self._staged(path)
         return None if entry is None else entry[0].decode()
+
+    def _staged(self, path: str) -> Entry | None:
+        self._load([path])
+        return self._entries([path]).get(path)
 
     def add(self, path: str, data: bytes, mode: str = "100644") -> None:
         """Stage data at path."""
