@@ -49,7 +49,7 @@ class Job:
     tests: tuple[str, ...] = ()  # this tree's own selection (default: the run's)
 
 
-def only(run: TreeRun, files: list[str], name: str | None = None) -> TreeRun:
+def only(run: TreeRun, files: list[str]) -> TreeRun:
     """A run of several fixes' tests cut to these test files: what pytest would have said of
     them alone (its exit status from their outcomes; a usage or internal error stays)."""
     wanted = set(files)
@@ -58,7 +58,7 @@ def only(run: TreeRun, files: list[str], name: str | None = None) -> TreeRun:
     if status in (0, 1, 5):
         bad = any(v["outcome"] in ("failed", "error") for v in tests.values())
         status = 1 if bad else 0 if tests else 5
-    return TreeRun(name or run.name, status, len(tests), tests, run.junit, run.stderr)
+    return TreeRun(run.name, status, len(tests), tests, run.junit, run.stderr)
 
 
 class Runner(Protocol):

@@ -107,18 +107,19 @@ def disposition(ps: PatchSet, repo: Repo, commit: Sha, statuses: Mapping[str, st
     return tuple(retire), keep, tuple(docs)
 
 
-def needs_probe(outcomes: Sequence[series.Outcome]) -> bool:
+def _wants_probe(o: series.Outcome) -> bool:
     """A fix patch that conflicts or needs a 3-way merge: upstream may have fixed it another way."""
-    return any(o.status in (series.CONFLICT, series.THREEWAY) and not o.patch.tests_only for o in outcomes)
+    return o.status in (series.CONFLICT, series.THREEWAY) and not o.patch.tests_only
+
+
+def needs_probe(outcomes: Sequence[series.Outcome]) -> bool:
+    return any(map(_wants_probe, outcomes))
 
 
 def probed(ps: PatchSet, outcomes: Sequence[series.Outcome]) -> Fix:
-    """The fix the probe measures by default: the one whose patch needs it first (a fix patch
-    that conflicts or needs a 3-way merge), else the stack's first."""
-    for o in outcomes:
-        if o.status in (series.CONFLICT, series.THREEWAY) and not o.patch.tests_only:
-            return stack.owner(ps, o.patch)
-    return ps.fixes[0]
+    """The fix the probe measures by default: the one whose patch needs it first (_wants_probe),
+    else the stack's first."""
+    return next((stack.owner(ps, o.patch) for o in outcomes if _wants_probe(o)), None) or ps.fixes[0]
 
 
 def probe(ps: PatchSet, repo: Repo, base: Sha, outcomes: Sequence[series.Outcome],
