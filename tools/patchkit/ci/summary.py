@@ -118,9 +118,7 @@ def _delta_rows(d: dict, ps) -> list[Reading]:
                         _delta_stale(d["mode"], s, ps) if ps is not None else None) for s in d["fixes"]]
     own = ([f for f in ps.fixes if f.ours] or list(ps.fixes)) if ps is not None else []
     s = dict(d, id=own[0].id if len(own) == 1 else "")
-    stale = _delta_stale(d["mode"], s, ps) if ps is not None else None
-    if ps is not None and len(ps.fixes) > 1:
-        stale = f"stale: measured before the stack ({len(ps.fixes)} fixes now), as a set of one fix"
+    stale = (_before_stack(ps) or _delta_stale(d["mode"], s, ps)) if ps is not None else None
     return [Reading(s["id"], f"delta {d['mode']}", d["upstream_commit"], *_delta_said(s), stale)]
 
 
@@ -141,8 +139,7 @@ def _delta_stale(mode: str, s: dict, ps) -> str | None:
     """A section graded against expectations, or for tests, that its fix no longer declares."""
     fix = next((f for f in ps.fixes if f.id == s["id"]), None)
     if fix is None:
-        return f"stale: {ps.target} carries no fix {s['id']} now" if s["id"] else \
-            f"stale: the {ps.target} set carries {len(ps.fixes)} fixes now"
+        return _gone(ps, s["id"]) if s["id"] else f"stale: the {ps.target} set carries {len(ps.fixes)} fixes now"
     who = "the set's" if len(ps.fixes) == 1 else f"fix {fix.id}'s"
     if "expected" in s and s["expected"] != (fix.expected or {}).get(mode, {}):
         return f"stale: {who} expected delta changed since"
@@ -173,11 +170,20 @@ def _radar_row(d: dict, ps) -> list[Reading]:
 def _radar_stale(s: dict, ps, per_fix: bool) -> str | None:
     """A fix's section for a fix the set no longer carries (retired as radar said, since), or a
     report of the whole set from before it was a stack."""
-    if per_fix and s["id"] not in {f.id for f in ps.fixes}:
-        return f"stale: {ps.target} carries no fix {s['id']} now"
-    if not per_fix and len(ps.fixes) > 1:
-        return f"stale: measured before the stack ({len(ps.fixes)} fixes now), as a set of one fix"
-    return None
+    if per_fix:
+        return _gone(ps, s["id"]) if s["id"] not in {f.id for f in ps.fixes} else None
+    return _before_stack(ps)
+
+
+def _gone(ps, fix_id: str) -> str:
+    """A report's section for a fix the set no longer carries."""
+    return f"stale: {ps.target} carries no fix {fix_id} now"
+
+
+def _before_stack(ps) -> str | None:
+    """A report of the whole set from before it was a stack (schema 1), read now that it is one."""
+    return f"stale: measured before the stack ({len(ps.fixes)} fixes now), as a set of one fix" if len(ps.fixes) > 1 \
+        else None
 
 
 _LINT = S.record({"target": S.string(), "upstream_commit": S.string(), "patch_set": S.string(),
@@ -293,9 +299,9 @@ def summarize(root: Path, reports: Path | list[Path], out: Path | None = None,
         if target in sets and sets[target] is None:
             sets[target] = patchset.load(root, target)
         ps = sets.get(target)
+        order = [f.id for f in ps.fixes] if ps is not None else []
         for i, r in enumerate(kind.read(data, ps)):
             stale = f"no patch set {target} under patches/" if target not in sets else r.stale
-            order = [f.id for f in ps.fixes] if ps is not None else []
             fix_order.setdefault((target, r.fix), order.index(r.fix) if r.fix in order else len(order) + i)
             grouped[(target, r.check, r.fix, r.commit)].append(((r.counts, r.verdict), rel, stale))
     if not grouped:
