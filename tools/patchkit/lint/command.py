@@ -79,11 +79,6 @@ class LintResult:
         return self.checked and not self.failures
 
     @property
-    def complete(self) -> bool:
-        """Every hook that selects one of the files ran, and passed (what ticks "coding guidelines")."""
-        return self.ok and not self.not_run
-
-    @property
     def code(self) -> ExitCode:
         """make lint's exit code: 1 when a hook fails (or no config), 5 when the hooks could not judge."""
         if self.failures or not self.config_found:

@@ -46,7 +46,6 @@ import yaml
 from packaging.version import Version
 
 from ..git import Identity, init
-from . import wheels
 
 # pre-commit-hooks' manifest (the entries a TensorRT-LLM config uses), as at v6.0.0.
 _PCH_TEXT = ["check-merge-conflict", "detect-private-key", "end-of-file-fixer", "mixed-line-ending"]
@@ -181,11 +180,6 @@ def mirror_rev(url: str, tag: str) -> str:
     content, so that pre-commit's cache (by repository and rev) is not reused when the content
     changes, and only that repository's is not (a mirror added to the table leaves the others' be)."""
     return f"{tag}-patchkit.{fingerprint([url])}"
-
-
-def available(wheelhouse: Path, requirement: str) -> bool:
-    """Whether the wheelhouse holds the pinned tool (a wheel of that version)."""
-    return wheels.has(wheelhouse, requirement)
 
 
 def ensure(cache: Path, url: str, rev: str, requirement: str) -> Path:

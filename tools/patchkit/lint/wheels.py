@@ -45,10 +45,6 @@ def command(house: Path, requirement: str) -> list[str]:
             "--dest", str(house), requirement]
 
 
-def said(cmd: list[str]) -> str:
-    return " ".join(shlex.quote(c) for c in cmd)
-
-
 def fetch(house: Path, requirements: list[str]) -> dict[str, str]:
     """Fetch each requirement's wheels (and its dependencies') into the wheelhouse; those that
     could not be, with pip's reason and the command that fetches them."""
@@ -61,7 +57,7 @@ def fetch(house: Path, requirements: list[str]) -> dict[str, str]:
             if res.returncode != 0:
                 failed[req] = (f"{req} is not in the wheelhouse {house} and pip could not fetch it "
                                f"({_reason(res.stdout + chr(10) + res.stderr)}); fetch it with: "
-                               f"{said(command(house, req))}")
+                               f"{shlex.join(command(house, req))}")
                 continue
             for wheel in tmp.iterdir():  # each wheel whole, by rename: a concurrent run sees it or not
                 if not (house / wheel.name).exists():
