@@ -45,16 +45,13 @@ class ExportResult:
         return [Hint.run("export")] if self.checked_only and not self.up_to_date else []
 
 
-def render_patches(ps: PatchSet, repo: Repo, branch: str, waiver_out: Path | None = None) -> dict[str, bytes]:
-    """The patch files the branch would export to: {file name: bytes}.
+def render_patches(ps: PatchSet, repo: Repo, branch: str,
+                   waiver_out: Path | None = None) -> tuple[dict[str, bytes], list[str]]:
+    """The patch files the branch would export to ({file name: bytes}), and each exported
+    commit's message, in order.
 
     The computed waiver commit, if the branch has one, is written to waiver_out instead.
     """
-    return _render(ps, repo, branch, waiver_out)[0]
-
-
-def _render(ps: PatchSet, repo: Repo, branch: str, waiver_out: Path | None) -> tuple[dict[str, bytes], list[str]]:
-    """render_patches(), and each exported commit's message, in order."""
     _ref, base = base_of(repo, ps)
     if repo.rev_parse(branch) is None:
         raise NotFound(f"branch {branch} is not in {repo.path}")
@@ -77,7 +74,7 @@ def _render(ps: PatchSet, repo: Repo, branch: str, waiver_out: Path | None) -> t
 
 def export(ps: PatchSet, repo: Repo, branch: str, check_only: bool = False,
            waiver_out: Path | None = None) -> ExportResult:
-    new, messages = _render(ps, repo, branch, None if check_only else waiver_out)
+    new, messages = render_patches(ps, repo, branch, None if check_only else waiver_out)
     series = assign(ps, branch, sorted(new), messages)
     old = {p.name: p.read_bytes() for p in ps.root.glob("*.patch")}
     result = ExportResult(ps.target, branch, sorted(new), checked_only=check_only)
