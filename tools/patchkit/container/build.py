@@ -74,8 +74,8 @@ def _in_package(ps: PatchSet, path: str) -> bool:
 
 
 def render_context(root: Path, ps: PatchSet, repo: Repo, dest: Path, base: str, base_digest: str) -> ContainerResult:
-    """Apply the package patches (the one series path), and write the patched files and the Containerfile."""
-    refuse_wheel_changes(ps)
+    """Apply the package patches (the one series path), and write the patched files and the
+    Containerfile (build() has refused a stack that needs a wheel build)."""
     ref, commit = base_of(repo, ps)
     refuse_symlinked_paths(repo, commit, ps)  # a symlink never reaches the image
     patches = package_patches(ps)
