@@ -233,16 +233,16 @@ def keys(check: Check, at: str = "") -> list[str]:
     """Every key path a schema accepts, as the docs name them: `upstream.url`, a list's items
     as `series[]`, a mapping's own keys as `<name>` (`expected.<mode>.<test file>`)."""
     out: list[str] = []
-    for c in [getattr(check, "inner", check)]:
-        for choice in getattr(c, "choices", (c,)):
-            if hasattr(choice, "fields"):
-                for name, sub in choice.fields.items():
-                    path = f"{at}.{name}" if at else name
-                    out += [path] + keys(sub, path)
-            elif hasattr(choice, "item"):
-                out += keys(choice.item, f"{at}[]")
-            elif hasattr(choice, "value"):
-                out += keys(choice.value, f"{at}.<name>" if at else "<name>")
+    check = getattr(check, "inner", check)  # an optional key: what it holds when present
+    for choice in getattr(check, "choices", (check,)):
+        if hasattr(choice, "fields"):
+            for name, sub in choice.fields.items():
+                path = f"{at}.{name}" if at else name
+                out += [path] + keys(sub, path)
+        elif hasattr(choice, "item"):
+            out += keys(choice.item, f"{at}[]")
+        elif hasattr(choice, "value"):
+            out += keys(choice.value, f"{at}.<name>" if at else "<name>")
     return list(dict.fromkeys(out))
 
 
