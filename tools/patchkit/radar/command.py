@@ -123,13 +123,16 @@ def radar(ps: PatchSet, repo: Repo, *, since: str | None = None, until: str | No
     at_since, rows, outcomes = scan.scan(ps, repo, rng)
     at_until = rows[-1] if rows else at_since
     where = {p.name: i for i, p in enumerate(ps.patches)}
-    relevant = [i for i, c in enumerate(cands) if c.touches(history.verdict_paths(ps))]
+    probe_reads = history.verdict_paths(ps)
+    relevant = [i for i, c in enumerate(cands) if c.touches(probe_reads)]
     files = [rng.at_since, *history.states(rng, rng.paths)]
     reports: list[FixRadar] = []
     pinned: dict[str, dict[int, bisection.Change]] = {}
     counted: dict[str, dict[int, bisection.Probe]] = {}
+    several = len(ps.fixes) > 1
+    idx_of = {f.id: [where[p.name] for p in f.patches] for f in chosen}  # each fix's patches, by their place in the stack
     for fix in chosen:
-        idx = [where[p.name] for p in fix.patches]
+        idx = idx_of[fix.id]
         summaries = [_summary(i, ps.patches[i].name, at_since, rows, cands) for i in idx]
         skipped = _not_probed(fix, [at_until[i] for i in idx])
         if skipped:
@@ -137,7 +140,7 @@ def radar(ps: PatchSet, repo: Repo, *, since: str | None = None, until: str | No
                      "until": {"fixed": None, "counts": ""}, "changes": [], "probed": []}
         else:
             tests, pinned[fix.id], counted[fix.id] = _tests(ps, repo, fix, idx, rng, files, relevant, rows, outcomes,
-                                                            runner, several=len(ps.fixes) > 1)
+                                                            runner, several=several)
         reports.append(FixRadar(fix.id, fix.kind, fix.origin, summaries, tests))
 
     timeline: list[Row] = []
@@ -159,9 +162,9 @@ def radar(ps: PatchSet, repo: Repo, *, since: str | None = None, until: str | No
                       {"commit": rng.until, "rev": rng.until_rev}, list(rng.paths), rng.commits_in_range,
                       len(cands), [f.id for f in ps.fixes], reports, timeline, False, "nothing", "", "")
     for fx, fix in zip(reports, chosen):
-        idx = [where[p.name] for p in fix.patches]
+        idx = idx_of[fix.id]
         verdicts.conclude(fx, res, ps, fix, repo, cands, [at_since[i] for i in idx], [at_until[i] for i in idx],
-                          several=len(ps.fixes) > 1)
+                          several=several)
     verdicts.combine(res)
     return res
 

@@ -50,9 +50,10 @@ def conclude(fx, res, ps: PatchSet, fix: Fix, repo: Repo, cands, at_since: Seque
 
     t = fx.tests
     fixed_at = next((c for c in t["changes"] if c["fixed"]), None)
-    fx.changed = (t["since"]["fixed"] != t["until"]["fixed"]
-                  or [k.kind if k.kind != scan.OFFSET else scan.APPLIES for k in at_since]
-                  != [k.kind if k.kind != scan.OFFSET else scan.APPLIES for k in at_until])
+    def kinds(statuses: Sequence[scan.Status]) -> list[str]:  # an offset is no change of status
+        return [k.kind if k.kind != scan.OFFSET else scan.APPLIES for k in statuses]
+
+    fx.changed = t["since"]["fixed"] != t["until"]["fixed"] or kinds(at_since) != kinds(at_until)
     code = [s for s, p in zip(fx.patches, fix.patches) if not p.tests_only] or list(fx.patches)
     names = [p.name for p in fix.patches]
     statuses = {p.name: scan.series.APPLIED if s.kind in (scan.APPLIES, scan.OFFSET) else s.kind
