@@ -39,17 +39,20 @@ def _images(r) -> list[str]:
 def _fixed_upstream_lines(f, declares: str, before: str = "", after: str = "") -> list[str]:
     """The tree without the fix, what upstream's own fix gives (a line between before and
     after), and what to do."""
-    fx, s = f.fixed_upstream, f.unpatched
-    return [table([("unpatched", s["passed"], s["failed"], s["error"], s["skipped"], s["not_run"])],
-                  ("tree", "passed", "failed", "error", "skipped", "not run")),
+    fx = f.fixed_upstream
+    return [_trees((("unpatched", f.unpatched),)),
             f"{before}{fx['summary']} ({fx['probe_mode']} mode, against what {declares} with it){after}",
             f"to do: {fx['advice']}"]
 
 
+def _trees(summaries) -> str:
+    """The outcome counts of each (name, tree summary)."""
+    return table([(name, s["passed"], s["failed"], s["error"], s["skipped"], s["not_run"]) for name, s in summaries],
+                 ("tree", "passed", "failed", "error", "skipped", "not run"))
+
+
 def _graded_lines(f) -> list[str]:
-    rows = [(name, s["passed"], s["failed"], s["error"], s["skipped"], s["not_run"])
-            for name, s in (("unpatched", f.unpatched), ("patched", f.patched))]
-    lines = [table(rows, ("tree", "passed", "failed", "error", "skipped", "not run")), "",
+    lines = [_trees((("unpatched", f.unpatched), ("patched", f.patched))), "",
              table([("fail->pass", len(f.fail_to_pass)), ("pass->pass", len(f.pass_to_pass)),
                     ("pass->fail", len(f.pass_to_fail)), ("fail->fail", len(f.fail_to_fail)),
                     ("other", len(f.other))])]
