@@ -62,6 +62,7 @@ def of_type(objs: dict[str, str], typ: str) -> set[str]:
     return {sha for sha, t in objs.items() if t == typ}
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps test_apply's partial clone fetching only the touched paths
 def test_cold_apply_fetches_one_commits_trees_and_only_the_sets_blobs(generated, tmp_path):
     ps = patchset.load(ROOT, "main")
     src = tmp_path / "trtllm"

@@ -132,6 +132,7 @@ def test_round_trip_on_the_faithful_miniature_carrying_upstreams_real_files(upst
         apply_mod.unapply(ps, src=clone)
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps every hunk at the line its header names
 def test_a_variant_is_a_diff_over_the_scaffolding_and_must_apply_exactly(tmp_path):
     """fixed-upstream is main's scaffolding plus a diff, not a second copy of main's files: its
     commit changes exactly the diff's files, upstream's form of the fix in place. A diff whose

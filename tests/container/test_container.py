@@ -217,6 +217,7 @@ def test_broken_builder_is_tool_missing_with_its_reason(miniature_template, tmp_
     assert "driver not supported" in err
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps the drifted base's failing build
 def test_failing_build_step_names_the_step_and_what_it_said(release_tree, storage, miniature_template, tmp_path, capsys):
     with in_store(storage):
         shell_less = make_base("localhost/test-release:no-shell", release_tree, "/" + SITE, with_shell=False)

@@ -275,6 +275,7 @@ def test_pr_says_what_lint_did_how_to_open_it_and_who_authors_the_commits(checko
     assert authors == [SIGNOFF] * 3
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps pr's golden end-to-end case
 def test_pr_on_the_partial_clone_of_another_set_fetches_its_ref(upstream, tmp_path, capsys):
     """make pr TRTLLM=rc25 ends with 'run: make pr TRTLLM=main' and the user's TRTLLM_SRC, the
     one-commit clone apply made of the tag; pr stopped there on 'main is not in ...'. Like every

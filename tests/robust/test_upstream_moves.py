@@ -773,6 +773,7 @@ def _isort_bumped_past_the_wheelhouse(upstream: Path, tmp_path: Path) -> tuple[s
     return label, wheel, tmp_path / "lint.json", shared_cache(tmp_path)
 
 
+@pytest.mark.slow  # make test-slow (.ci/run): make test keeps the offline bumped rev, not run with pip's reason
 @needs_hook_tools
 def test_a_bumped_pin_is_fetched_from_the_users_index_on_first_use_and_the_hook_runs(upstream, tmp_path, house,
                                                                                      index, capsys):
