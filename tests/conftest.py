@@ -14,6 +14,7 @@ from helpers import LINT_CACHE, ROOT, build_once, sh  # noqa: F401
 
 FIXED_DATE = "2026-11-29T12:00:00+00:00"
 _FOUND = pytest.StashKey[dict]()
+_ROOT = pytest.StashKey[Path]()
 # The variables the Makefile exports: under `make test` they reach the tests' environment,
 # and a test's own `make TRTLLM=rc25 export` would then get the outer BRANCH=overlay/main.
 MAKE_VARIABLES = {name for line in (ROOT / "Makefile").read_text().splitlines()
@@ -26,12 +27,26 @@ OUTER_MAKE = {"MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKE_TERMOUT", "MAKE_TERMERR"
 
 
 def pytest_configure(config):
-    """The package's bytecode, written once for the whole run. The suite starts patchkit in a
-    few hundred processes (make, the CLI, hints run as printed); where PYTHONDONTWRITEBYTECODE
-    is set, each of them compiled every module of the package from source again (a tenth of a
-    second of each start-up). Python still reads bytecode under that setting; it lands where
-    Python itself keeps it (__pycache__, ignored by git). Workers and controller may compile at
-    once: each file is written to a temporary name and renamed."""
+    """The run's own temporary root, then the package's bytecode.
+
+    Root: everything the run puts in a temporary folder (pytest's own base, the workers', every
+    test's TMPDIR, what the programs they start write there) lands under one folder this run
+    made, $TMPDIR/patchkit-tests-XXXX, set before pytest picks its base. So the hygiene check
+    counts only what this run made: another user's /tmp/pytest-of-<user>, or another test run
+    writing into /tmp meanwhile, is none of its business (#31 item 12: a green run exited 2 when
+    another pytest made /tmp/pytest-of-root). The workers inherit it from the controller.
+
+    Bytecode: written once for the whole run. The suite starts patchkit in a few hundred
+    processes (make, the CLI, hints run as printed); where PYTHONDONTWRITEBYTECODE is set, each
+    of them compiled every module of the package from source again (a tenth of a second of each
+    start-up). Python still reads bytecode under that setting; it lands where Python itself
+    keeps it (__pycache__, ignored by git). Workers and controller may compile at once: each
+    file is written to a temporary name and renamed."""
+    if not hasattr(config, "workerinput") and not config.option.basetemp:
+        root = Path(tempfile.mkdtemp(prefix=hygiene.RUN_ROOT_PREFIX))
+        os.environ["TMPDIR"] = str(root)
+        tempfile.tempdir = str(root)
+        config.stash[_ROOT] = root
     compileall.compile_dir(ROOT / "tools" / "patchkit", quiet=1)
 
 
@@ -70,11 +85,13 @@ def pytest_sessionstart(session):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    """A green run leaves nothing in /tmp: remove this session's pytest temp dir (a failed run's
-    stays for a look). Under xdist the controller's holds the workers' too. Then the hygiene
-    check: build/ and /tmp must be as the run found them (#27 item 7)."""
+    """A green run leaves nothing behind: this session's pytest base goes (a failed run's stays
+    for a look; under xdist the controller's holds the workers' too), and then the run's root
+    must be empty. Then the hygiene check: build/ as the run found it, nothing left in the run's
+    root, no scratch folder or crash log of patchkit's in /tmp (#27 item 7, #31 item 12)."""
     if hasattr(session.config, "workerinput"):
         return
+    root = session.config.stash.get(_ROOT, None)
     factory = getattr(session.config, "_tmp_path_factory", None)
     if exitstatus == 0 and factory is not None and not session.config.option.basetemp:
         base = Path(factory.getbasetemp())
@@ -83,16 +100,16 @@ def pytest_sessionfinish(session, exitstatus):
         if current.is_symlink() and not current.exists():
             current.unlink()
         try:
-            base.parent.rmdir()  # pytest-of-<user>, when no other run is using it
+            base.parent.rmdir()  # pytest-of-<user> inside the run's root
         except OSError:
             pass
     found = session.config.stash.get(_FOUND, None)
     if found is None or exitstatus not in (0, 1):  # interrupted, or no test ran: nothing to judge
         return
-    changes = hygiene.compare(found, hygiene.snapshot())
+    changes = hygiene.compare(found, hygiene.snapshot(), root if exitstatus == 0 else None)
     if changes:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-        lines = hygiene.describe(changes)
+        lines = hygiene.describe(changes, root)
         if reporter is not None:
             reporter.ensure_newline()
             reporter.write_sep("=", "hygiene: the tests wrote outside their temporary folders", red=True)
@@ -101,6 +118,8 @@ def pytest_sessionfinish(session, exitstatus):
         else:
             print("\n".join(lines))
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    elif root is not None and exitstatus == 0:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -6,13 +6,17 @@ there, over whatever report was in its place). conftest.py takes a snapshot when
 starts and compares when it ends; any difference fails the run, named path by path.
 
 build/ is compared exactly: every entry's kind, size and modification time, directories
-included (a file made and removed again still changes its folder). /tmp is shared with every
-other program of the machine, which make and remove their own entries while the tests run:
-there the check is for what a test can leave, new top-level entries named as this suite's
-programs name theirs (patchkit's scratch folders and crash logs, Python's tempfile, pytest's
-own folder, which conftest.py removes after a green run), less a scratch folder that a running
-patchkit still holds (another program's: when the check runs, every process of the session has
-ended) and what comes and goes within a few seconds.
+included (a file made and removed again still changes its folder).
+
+Temporary files: the run has a root of its own ($TMPDIR/patchkit-tests-XXXX, made by
+conftest.py before pytest picks its base), which every test's TMPDIR and the programs it
+starts write under. After a green run removes pytest's base, the root must be empty: that is
+what this run left, and only this run. /tmp itself is shared with every other program of the
+machine (another user's pytest, another test run of this project, a user's own patchkit), so
+there the check is only for what escaped the root: a scratch folder or crash log named as
+patchkit names them (scratch.py, cli/__init__.py), that no running patchkit holds and that
+stays for a few seconds (#31 item 12: counting /tmp/pytest-of-root, made by another user's
+pytest meanwhile, failed a green run).
 """
 from __future__ import annotations
 
@@ -25,11 +29,13 @@ from pathlib import Path
 from helpers import ROOT
 
 BUILD = ROOT / "build"
-TMP = Path("/tmp")
+# The machine's shared temporary folder; a test of this check points it at a folder of its own.
+TMP = Path(os.environ.get("PATCHKIT_HYGIENE_TMP") or "/tmp")
 # How the programs the tests start name what they put in a temporary folder: patchkit-<kind>-*
 # and patchkit-crash-*.log (scratch.py, cli/__init__.py), tmp* (Python's tempfile, pre-commit, pip's
 # build backends), pytest-of-<user> (pytest's base; the session's own folder goes after a green run).
-OURS = ("patchkit", ".patchkit", "tmp", "pytest-of-")
+OURS = ("patchkit-", ".patchkit")
+RUN_ROOT_PREFIX = "patchkit-tests-"  # the run's root (conftest.py): the runs' own, never counted in /tmp
 
 
 def _tree(top: Path) -> dict[str, tuple]:
@@ -85,7 +91,7 @@ def _live(name: str) -> bool:
 
 
 def _left_in_tmp(before: set[str], after: set[str]) -> list[str]:
-    new = {n for n in after - before if n.startswith(OURS) and not _live(n)}
+    new = {n for n in after - before if n.startswith(OURS) and not n.startswith(RUN_ROOT_PREFIX) and not _live(n)}
     for _ in range(3):  # what another program is still making or removing comes and goes
         if not new:
             break
@@ -94,22 +100,24 @@ def _left_in_tmp(before: set[str], after: set[str]) -> list[str]:
     return sorted(new)
 
 
-def compare(before: dict, after: dict) -> dict[str, list[str]]:
-    """What changed: build/ entries added, removed or changed; new entries of ours in /tmp."""
+def compare(before: dict, after: dict, root: Path | None = None) -> dict[str, list[str]]:
+    """What changed: build/ entries added, removed or changed; what is left in the run's root
+    (after a green run removed pytest's base: root None skips it); new entries of ours in /tmp."""
     b, a = before["build"], after["build"]
     changes = {
         "added to build/": sorted(set(a) - set(b)),
         "removed from build/": sorted(set(b) - set(a)),
         "changed in build/": sorted(k for k in set(a) & set(b) if a[k] != b[k]),
+        "left in the run's temporary root": sorted(k for k in _tree(root) if k != ".") if root else [],
         "left in /tmp": _left_in_tmp(before["tmp"], after["tmp"]),
     }
     return {k: v for k, v in changes.items() if v}
 
 
-def describe(changes: dict[str, list[str]], most: int = 20) -> list[str]:
+def describe(changes: dict[str, list[str]], root: Path | None = None, most: int = 20) -> list[str]:
     lines = []
     for what, paths in changes.items():
-        where = BUILD if "build/" in what else TMP
+        where = BUILD if "build/" in what else root if "root" in what and root else TMP
         shown = [str(where / p) if p != "." else str(where) for p in paths[:most]]
         lines.append(f"{what} ({len(paths)}): " + ", ".join(shown) + (" ..." if len(paths) > most else ""))
     return lines
