@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import hygiene
-from helpers import LINT_CACHE, ROOT, build_once, sh  # noqa: F401
+from helpers import LINT_CACHE, ROOT, build_once, copy_project, sh  # noqa: F401
 
 FIXED_DATE = "2026-11-29T12:00:00+00:00"
 _FOUND = pytest.StashKey[dict]()
@@ -157,10 +157,7 @@ def stack_template(tmp_path_factory, miniature_template):
     from patchkit.backport import command
 
     def build(root: Path) -> None:
-        for d in ("patches", "waivers"):
-            shutil.copytree(ROOT / d, root / d)
-        shutil.copy2(ROOT / "Makefile", root / "Makefile")
-        (root / "tools" / "patchkit").mkdir(parents=True)
+        copy_project(root, "Makefile")
         src = root.parent / "trtllm-rc25"
         sh("git", "clone", "-q", miniature_template.as_uri(), src)
         command.backport(patchset.load(root, "rc25"), root=root, src=src, pr=STACK_PR, today="2026-12-02")

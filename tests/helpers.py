@@ -85,13 +85,21 @@ def state_of(repo: Path) -> dict:
     }
 
 
+def copy_project(dest: Path, *also: str) -> Path:
+    """The tests' one way to copy the project (#31 item 14: three helpers copied it, each a little
+    differently): its patch sets and waiver intents (patches/, waivers/), `also` (more of its files
+    or folders: overlay, .github, Makefile, ...), and an empty tools/patchkit/, so that the copy is a
+    project commands find (cli.find_root) and run on with --root or PATCHKIT_ROOT."""
+    for rel in ("patches", "waivers", *also):
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        (shutil.copytree if (ROOT / rel).is_dir() else shutil.copy2)(ROOT / rel, dest / rel)
+    (dest / "tools" / "patchkit").mkdir(parents=True, exist_ok=True)
+    return dest
+
+
 def copy_root(tmp_path: Path) -> Path:
-    """A private copy of the project's patch sets and waiver intents, for tests that edit them."""
-    root = tmp_path / "root"
-    for d in ("patches", "waivers", "tests/fixtures/miniature"):
-        shutil.copytree(ROOT / d, root / d)
-    (root / "tools" / "patchkit").mkdir(parents=True)
-    return root
+    """A private copy of the project (and the miniature's scaffolding) in tmp_path/root, for tests that edit it."""
+    return copy_project(tmp_path / "root", "tests/fixtures/miniature")
 
 
 def render_waives(entries) -> str:

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
-from helpers import ROOT, sh
+from helpers import sh
 
 PULL = "https://github.com/NVIDIA/TensorRT-LLM/pull/{}"
 BUG_18609 = "https://github.com/NVIDIA/TensorRT-LLM/issues/18609"
@@ -24,14 +23,6 @@ PULLS = {
 }
 TARGET_FIELDS = ("upstream", "branch", "container", "extra_paths")
 _INDEX = re.compile(r"^index [0-9a-f]+\.\.[0-9a-f]+( \d+)?\n", re.M)
-
-
-def copy_project(tmp_path: Path) -> Path:
-    """patches/, waivers/ and overlay/ in a folder of the test's own (commands run with --root)."""
-    root = tmp_path / "project"
-    for d in ("patches", "waivers", "overlay"):
-        shutil.copytree(ROOT / d, root / d)
-    return root
 
 
 def backport_files(miniature: Path, number: str, dest: Path, start: int, work: Path) -> list[str]:

@@ -125,8 +125,8 @@ def test_patch_already_upstream_is_skipped_and_named(upstream, tmp_path):
     sh("git", "clone", "-q", upstream.as_uri(), clone)
     res = apply_mod.apply(ps, src=clone)
     assert [o.status for o in res.outcomes] == [series.UPSTREAM] + [series.APPLIED] * (len(load("main").patches) - 1)
-    from patchkit import render
-    assert f"skipped, already upstream: {ps.patches[0].name}" in render.apply_result(res)
+    from patchkit import apply_text
+    assert f"skipped, already upstream: {ps.patches[0].name}" in apply_text.apply_result(res)
 
 
 def _drift_upstream(upstream: Path) -> None:
@@ -177,8 +177,8 @@ def test_threeway_merges_drift_and_names_the_patch(upstream, tmp_path):
     assert [o.status for o in res.outcomes] == [series.THREEWAY] + [series.APPLIED] * (len(load("main").patches) - 1)
     text = (clone / UTIL).read_text()
     assert "max(encoder_num_heads, 1)" in text and '"max_source_positions"' in text
-    from patchkit import render
-    assert "needed a 3-way merge: 0001-" in render.apply_result(res)
+    from patchkit import apply_text
+    assert "needed a 3-way merge: 0001-" in apply_text.apply_result(res)
 
 
 def test_partial_clone_fetches_only_the_touched_paths(upstream, tmp_path):

@@ -62,9 +62,9 @@ def test_hunk_at_an_offset_is_reported_with_line_and_distance(upstream, tmp_path
     assert by > 999  # so the thousands separator shows
     assert f"{UTIL} hunk #1 applies at line {at}, {by:,} lines from its header" in out
     assert rows_of(out)["main"] == ("applies cleanly", ["applies cleanly"] * _count("main"))
-    from patchkit import apply as apply_mod, render
+    from patchkit import apply as apply_mod, apply_text
     res = apply_mod.apply(patchset.load(ROOT, "main"), src=src)
-    assert f"at an offset: {res.outcomes[0].patch.name}: {UTIL} hunk #1 applies at line {at}" in render.apply_result(res)
+    assert f"at an offset: {res.outcomes[0].patch.name}: {UTIL} hunk #1 applies at line {at}" in apply_text.apply_result(res)
 
 
 def test_no_offset_is_reported_on_the_faithful_miniature(checkout, capsys):

@@ -201,7 +201,7 @@ def test_a_setting_the_user_did_not_give_is_to_be_set_not_chosen_again(via_make,
     """make pr without FORK ended with "choose another FORK", about a value nobody gave."""
     from patchkit.cli import COMMANDS
     from patchkit.errors import Hint
-    from patchkit.render import Voice
+    from patchkit.text.voice import Voice
     options = {c.name: {a.dest: (a.flag, a.make) for a in c.args} for c in COMMANDS.values()}
     voice = Voice(via_make=via_make, command="pr", given=given, options=options)
     assert voice.hint(Hint.choose("fork", also="or once for all: git config --global github.user <you>")) == said

@@ -1,8 +1,11 @@
 """The rules of the house, enforced: one git facade (the git/ package), one subprocess chokepoint
-(proc.py), the model free of git, no import circles, no module over 500 lines.
+(proc.py), the model free of git, no import circles, no module over 500 lines, and the floors:
+the CLI on top, imported by no command; the ground floor (errors, proc, the text helpers, ...)
+importing nothing above it.
 
 Issue #10: 41 git command lines in 10 modules bypassed the facade; issue #19: two import
-circles and the model importing git. These tests read every module of the package (its syntax
+circles and the model importing git; #31 item 14: commands' text modules imported the table
+helpers from render.py, the CLI's floor, and render.py imported check.py. These tests read every module of the package (its syntax
 tree, so comments and docstrings do not count) and fail on the line or the import that breaks a rule.
 """
 from __future__ import annotations
@@ -157,6 +160,54 @@ def test_the_model_imports_nothing_from_git():
 
 def test_no_import_circles():
     assert [" -> ".join(c) for c in cycles(import_graph(package_sources()))] == []
+
+
+# The CLI's floor: argparse, the user's vocabulary, exit codes; nothing below it imports it.
+CLI = ("patchkit.cli", "patchkit.__main__", "patchkit.render")
+# The ground floor: used by every room, using none of them.
+GROUND = ("patchkit.errors", "patchkit.proc", "patchkit.schema", "patchkit.lock", "patchkit.progress",
+          "patchkit.atomic", "patchkit.scratch", "patchkit.text")
+
+
+def on_floor(module: str, floor: tuple[str, ...]) -> bool:
+    return any(module == f or module.startswith(f + ".") for f in floor)
+
+
+def floor_breaches(graph: dict[str, set[str]]) -> list[str]:
+    """Each import that runs back up: a command (any module not the CLI's) importing the CLI, a
+    ground-floor module importing anything above the ground floor."""
+    found = []
+    for name, deps in sorted(graph.items()):
+        if not on_floor(name, CLI):
+            found += [f"{name} imports the CLI's {d}" for d in sorted(deps) if on_floor(d, CLI)]
+        if on_floor(name, GROUND):
+            found += [f"{name} (ground floor) imports {d}" for d in sorted(deps) if not on_floor(d, GROUND)]
+    return found
+
+
+def test_no_command_reaches_up_to_the_cli_and_the_ground_floor_imports_nothing_above_it():
+    """#31 item 14: delta/text.py, radar/report.py and backport/command.py imported table/RESULTS
+    from render.py, the CLI's floor, and render.py imported check.py."""
+    graph = import_graph(package_sources())
+    assert {m for m in graph if on_floor(m, GROUND)} >= {"patchkit.errors", "patchkit.text.table",
+                                                          "patchkit.text.words", "patchkit.text.voice"}, \
+        "a ground-floor module moved: update GROUND"
+    assert floor_breaches(graph) == []
+
+
+def test_the_floor_check_sees_a_command_that_imports_the_cli_and_a_ground_module_that_imports_up():
+    """The rule above can fail: a command importing the CLI (lazily too), the ground floor importing a command."""
+    made_up = {
+        "patchkit.cli": ("from .table import voice\nfrom .. import check\n", True),
+        "patchkit.cli.table": ("from ..text.voice import Voice\n", False),
+        "patchkit.check": ("def f():\n    from .cli.table import voice\n", False),
+        "patchkit.text": ("", True),
+        "patchkit.text.voice": ("from ..errors import Hint\nfrom .. import check\n", False),
+        "patchkit.errors": ("", False),
+    }
+    assert floor_breaches(import_graph(made_up)) == [
+        "patchkit.check imports the CLI's patchkit.cli.table",
+        "patchkit.text.voice (ground floor) imports patchkit.check"]
 
 
 def test_no_module_over_500_lines():

@@ -2,12 +2,11 @@
 and stack.py's order, splitting and classification (#26)."""
 from __future__ import annotations
 
-import shutil
 import subprocess
 
 import pytest
 
-from helpers import ROOT
+from helpers import ROOT, copy_project
 from stacks import top_level_blocks
 from patchkit import patchset, stack
 from patchkit.errors import BadInput, NotFound
@@ -15,10 +14,7 @@ from patchkit.model import BACKPORT, OURS
 
 
 def _copy(tmp_path):
-    root = tmp_path / "project"
-    shutil.copytree(ROOT / "patches", root / "patches")
-    shutil.copytree(ROOT / "waivers", root / "waivers")
-    return root
+    return copy_project(tmp_path / "project")
 
 
 def test_a_one_fix_set_is_a_stack_of_one_own_fix_named_by_its_bug():

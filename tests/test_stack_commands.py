@@ -8,13 +8,13 @@ import subprocess
 
 import pytest
 
-from helpers import ROOT, sh
+from helpers import ROOT, copy_project, sh
 from patchkit import apply as apply_mod, patchset, provenance
 from patchkit.cli import main
 from patchkit.errors import BadInput
 from patchkit.git import Repo
 from patchkit.pr import export as export_mod
-from stacks import PULL, copy_project, stacked
+from stacks import PULL, stacked
 
 CPP = "cpp/tensorrt_llm/batch_manager/capacityScheduler.cpp"
 
@@ -28,7 +28,7 @@ def test_every_patch_of_ours_carries_its_origin_and_status():
 
 
 def test_check_refuses_a_patch_without_provenance_naming_it(tmp_path, capsys):
-    root = copy_project(tmp_path)
+    root = copy_project(tmp_path / "project", "overlay")
     patch = next((root / "patches" / "main").glob("0002-*.patch"))
     text = patch.read_text()
     patch.write_text(re.sub(r"^(Origin|Forwarded): .*\n", "", text, flags=re.M))
@@ -73,7 +73,7 @@ def _apply(root, target, src):
 def test_export_round_trips_a_stack_byte_for_byte_with_its_fixes_series(miniature_template, upstream, tmp_path):
     """Exporting a stack numbers its patches over the whole stack and keeps each fix's series:
     the files and patchset.yaml come back byte-identical from a branch made from them."""
-    root = copy_project(tmp_path)
+    root = copy_project(tmp_path / "project", "overlay")
     stacked(root, "rc25", miniature_template, tmp_path)
     first = tmp_path / "first"
     sh("git", "clone", "-q", upstream.as_uri(), first)
@@ -94,7 +94,7 @@ def test_export_round_trips_a_stack_byte_for_byte_with_its_fixes_series(miniatur
 
 @pytest.mark.slow  # make test-slow (.ci/run): export's other mapping
 def test_where_counts_changed_each_commit_goes_to_the_fix_its_origin_names(miniature_template, upstream, tmp_path):
-    root = copy_project(tmp_path)
+    root = copy_project(tmp_path / "project", "overlay")
     stacked(root, "rc25", miniature_template, tmp_path)
     src = tmp_path / "src"
     sh("git", "clone", "-q", upstream.as_uri(), src)
@@ -118,7 +118,7 @@ def test_where_counts_changed_each_commit_goes_to_the_fix_its_origin_names(minia
 
 
 def test_check_groups_patches_by_fix_and_says_which_needs_a_wheel_build(miniature_template, upstream, tmp_path, capsys):
-    root = copy_project(tmp_path)
+    root = copy_project(tmp_path / "project", "overlay")
     stacked(root, "rc25", miniature_template, tmp_path, pulls=("19450", "19302"))
     code = main(["--root", str(root), "check", "--src", str(upstream), "--target", "rc25"])
     out = capsys.readouterr().out
@@ -132,7 +132,7 @@ def test_check_groups_patches_by_fix_and_says_which_needs_a_wheel_build(miniatur
 
 
 def test_container_refuses_a_fix_that_needs_a_wheel_build_and_builds_nothing(miniature_template, tmp_path, capsys):
-    root = copy_project(tmp_path)
+    root = copy_project(tmp_path / "project", "overlay")
     stacked(root, "rc25", miniature_template, tmp_path, pulls=("19450", "19302"))
     ctx = tmp_path / "ctx"
     code = main(["--root", str(root), "container", "--target", "rc25", "--src", str(miniature_template),

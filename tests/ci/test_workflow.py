@@ -16,7 +16,7 @@ import yaml
 
 from patchkit.cli import main
 from patchkit.ci import workflow
-from helpers import ROOT, sh
+from helpers import ROOT, copy_project, sh
 
 WORKFLOW = ROOT / ".github" / "workflows" / "patchkit.yml"
 IN_CI = os.environ.get("CI") == "true"
@@ -222,13 +222,7 @@ def test_every_matrix_is_make_targets():
 
 
 def project_copy(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    for d in ("patches", "waivers", ".github"):
-        shutil.copytree(ROOT / d, root / d)
-    for f in ("Makefile", "pyproject.toml"):
-        shutil.copy(ROOT / f, root / f)
-    (root / "tools" / "patchkit").mkdir(parents=True)
-    return root
+    return copy_project(tmp_path / "project", ".github", "Makefile", "pyproject.toml")
 
 
 def test_a_third_target_directory_adds_it_to_every_jobs_matrix(tmp_path):

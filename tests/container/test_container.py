@@ -17,8 +17,8 @@ from patchkit.container import build as cbuild
 from patchkit.container.bases import make_base
 from patchkit.git import Repo
 from cstore import in_store, needs_tools
-from helpers import ROOT, sh
-from stacks import copy_project, stacked
+from helpers import ROOT, copy_project, sh
+from stacks import stacked
 
 SITE = "usr/local/lib/python3.12/dist-packages"  # as the sets declare, without the leading /
 UTIL = "tensorrt_llm/_torch/pyexecutor/_util.py"
@@ -81,7 +81,7 @@ def test_a_stacks_image_carries_every_fix_and_its_labels_list_them(bases, miniat
     """rc25 with upstream's #19450 beneath our fix (#26): the image has both fixes' package files
     (scheduler.py from the backport, _util.py from ours), and its labels say which fixes it carries."""
     good, _ = bases
-    root = copy_project(tmp_path)
+    root = copy_project(tmp_path / "project", "overlay")
     stacked(root, "rc25", miniature_template, tmp_path)
     ps = patchset.load(root, "rc25")
     res = cbuild.build(root, ps, Repo(miniature_template), context_dir=tmp_path / "ctx", base=good,

@@ -15,7 +15,7 @@ from patchkit.container import build as cbuild
 from patchkit.delta import command
 from patchkit.git import Repo
 from cstore import in_store, needs_tools
-from helpers import ROOT, copy_root, sh
+from helpers import ROOT, copy_project, sh
 
 REGRESSION = "tests/unittest/_torch/executor/test_cross_kv_cache_layout.py"
 pytestmark = needs_tools
@@ -29,9 +29,7 @@ def make(*args, root: Path = ROOT):
 def project_copy(tmp: Path) -> Path:
     """make container renders the context under the project's build/: a copy of the project
     for it to write in, not the checkout's own (a run of the suite leaves nothing in it)."""
-    root = copy_root(tmp)
-    shutil.copytree(ROOT / "overlay", root / "overlay")
-    return root
+    return copy_project(tmp / "root", "tests/fixtures/miniature", "overlay")
 
 
 def per_file(tests: dict[str, str], file: str) -> dict[str, int]:

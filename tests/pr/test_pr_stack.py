@@ -7,13 +7,13 @@ import json
 
 import pytest
 
-from helpers import sh
+from helpers import copy_project, sh
 from patchkit import patchset
 from patchkit.cli import main
 from patchkit.delta import command as delta_cmd
 from patchkit.git import Repo
 from patchkit.pr import command as pr_cmd, depends
-from stacks import TARGET_FIELDS, top_level_blocks, copy_project, entry, backport_files, own_entry, own_fix, stacked
+from stacks import TARGET_FIELDS, top_level_blocks, entry, backport_files, own_entry, own_fix, stacked
 
 SIGNOFF = "Jane Developer <jane.developer@example.com>"
 SCHEDULER = "tensorrt_llm/_torch/pyexecutor/scheduler.py"
@@ -35,7 +35,7 @@ def _messages(checkout, rng):
 def test_the_pr_carries_our_fix_alone_without_its_dep3_trailers(miniature_template, checkout, tmp_path):
     """rc25 carries upstream's #19450 beneath our fix: the PR branch is our fix's commits (and the
     waiver commit) on the tag, signed off, as they read without a stack."""
-    root = copy_project(tmp_path)
+    root = copy_project(tmp_path / "project", "overlay")
     stacked(root, "rc25", miniature_template, tmp_path)
     res = _pr(root, "rc25", checkout, tmp_path)
     ours = patchset.load(root, "rc25").fix("19514")
@@ -62,7 +62,7 @@ def _two_own_fixes(root, miniature, work, target="main"):
 
 
 def test_on_a_stack_of_several_own_fixes_the_pr_must_name_one(miniature_template, checkout, tmp_path, capsys):
-    root = copy_project(tmp_path)
+    root = copy_project(tmp_path / "project", "overlay")
     _two_own_fixes(root, miniature_template, tmp_path)
     code = main(["--root", str(root), "pr", "--target", "main", "--src", str(checkout), "--signoff", SIGNOFF])
     err = capsys.readouterr().err
@@ -91,7 +91,7 @@ def test_a_fix_whose_tests_need_a_backport_says_depends_on_it(miniature_template
     delta (without it: the stack beneath it and its test) shows the budget case fail -> pass; on
     the tag alone only 2 of its 5 cases pass, with #19450 beneath it all 5. The PR still carries
     only our fix, and says it depends on #19450."""
-    root = copy_project(tmp_path)
+    root = copy_project(tmp_path / "project", "overlay")
     test = sh("git", "-C", miniature_template, "show", f"refs/pull/19450/head:{REUSE_TEST}").stdout
     test = test.replace("import reusable_cross_blocks", "import block_budget, reusable_cross_blocks") + (
         "\n\ndef test_a_budget_is_never_empty():\n    assert block_budget(2, reserved=5) == 1\n")
@@ -112,7 +112,7 @@ def test_a_fix_made_on_a_backports_lines_goes_on_3_way_and_says_depends_on_it(mi
     """Our fix changes a line beside #19450's guard (and its test checks it): it does not apply on
     the tag alone; it goes onto the tag 3-way, from the stack beneath it, and the PR says it
     depends on #19450."""
-    root = copy_project(tmp_path)
+    root = copy_project(tmp_path / "project", "overlay")
     doc = '"""Whole blocks of the request\'s encoder output that prefix reuse can share."""'
     said = REUSE_TEST.replace("test_cross_prefix_reuse", "test_reuse_says_if_any")
     test = ("from tensorrt_llm._torch.pyexecutor.scheduler import reusable_cross_blocks\n\n\n"

@@ -7,12 +7,11 @@ delta) are left to their own tests; their options reach no shell either (tests/t
 checks that no module uses one)."""
 from __future__ import annotations
 
-import shutil
 
 import pytest
 
 from patchkit import cli
-from helpers import ROOT, copy_root, state_of
+from helpers import copy_project, state_of
 
 pytestmark = pytest.mark.slow  # a sweep: every option with every hostile value: make test-slow (.ci/run)
 
@@ -31,9 +30,7 @@ def test_every_cli_option_with_hostile_values(capsys, checkout, tmp_path, monkey
     # A copy of the project: a command given no --src works in <root>/build/trtllm-<target>,
     # which in the checkout's own build/ could be the developer's clone, and a refused clone
     # must not write there either (a run of the suite leaves nothing in the project).
-    root = copy_root(tmp_path)
-    shutil.copy2(ROOT / "Makefile", root / "Makefile")
-    shutil.copytree(ROOT / ".github", root / ".github")
+    root = copy_project(tmp_path / "root", "tests/fixtures/miniature", "Makefile", ".github")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PATCHKIT_LOCK_WAIT", "0")
     pwned = tmp_path / "pwned"

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import subprocess
 
-from patchkit.render import shell_word
+from patchkit.text.words import shell_word
 
 
 def test_every_byte_a_path_can_hold_survives_the_printed_word():

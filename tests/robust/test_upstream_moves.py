@@ -514,7 +514,7 @@ def test_pr_says_the_lint_fix_in_the_users_vocabulary():
     item's reason), a command of the other vocabulary."""
     from patchkit.cli import COMMANDS
     from patchkit.pr import branch, checklist
-    from patchkit.render import Voice
+    from patchkit.text.voice import Voice
     failing = {"config_found": True, "failures": [{"file": "a.py", "hook": "ruff-format", "wants": "x"}],
                "ran": ["ruff-format"], "not_run": {}}
     facts = checklist.Facts(explained=True, new_tests=("t.py",), mode="source", neighbours={}, ref="main", lint=failing)

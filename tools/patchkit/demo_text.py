@@ -1,18 +1,29 @@
 """make demo's text: a line per step with the command that does it by hand, a table, next steps;
-and the file with every step's whole output (render.py says each kind of result)."""
+and the file with every step's whole output (each command's own text module says its result)."""
 from __future__ import annotations
 
 import os
 from pathlib import Path, PurePosixPath
 
-from .render import RESULTS, miniature_result, shell_word, short_ref, table
+from .text.table import table
+from .text.words import shell_word, short_ref
 
 
 def demo_full(r) -> str:
     """Every step of make demo with its whole output, as the command prints it (demo.txt)."""
+    # Each step reads as its command prints it; imported here, when the demo has run them all.
+    from . import apply_text, check_text, miniature
+    from .backport.command import describe as backport_text
+    from .delta.text import delta_result
+    from .lint.text import lint_result
+    from .pr.text import pr_result
+    from .waives.text import waivers_result
+    says = {"miniature": miniature.describe, "backport": backport_text, "apply": apply_text.apply_result,
+            "check": check_text.check_results, "waivers": waivers_result, "delta": delta_result,
+            "lint": lint_result, "pr": pr_result}
     out = []
     for st in r.steps:
-        text = miniature_result(st.result) if st.kind == "miniature" else RESULTS[st.command](st.result)
+        text = says[st.command](st.result)
         out += [f"== {st.said}", text, ""]
     return "\n".join(out).rstrip("\n")
 

@@ -298,3 +298,8 @@ def filler(n: int, path: str = "the file") -> list[str]:
         out += ["_FILLER_NAMES = (\n", *(f'    "{_TOPICS[j % len(_TOPICS)]}_{j}",\n' for j in range(k)), ")\n", "\n", "\n"]
     assert len(out) == n
     return out
+
+
+def describe(r: MiniatureResult) -> str:
+    """make miniature's result in one line."""
+    return f"miniature upstream at {r.path} (tag {r.tag}, branch {r.branch}" + (f", variant {r.variant})" if r.variant else ")")

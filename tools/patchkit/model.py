@@ -233,6 +233,11 @@ class PatchSet:
         return tuple(p for f in self.fixes for p in f.patches)
 
     @property
+    def stacked(self) -> bool:
+        """A stack of several fixes: what is said names the fix; a set of one reads as a set always has."""
+        return len(self.fixes) > 1
+
+    @property
     def tests(self) -> Tests:
         """Every fix's tests (each once, in stack order)."""
         reg = tuple(dict.fromkeys(t for f in self.fixes for t in f.tests.regression))

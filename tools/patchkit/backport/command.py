@@ -28,7 +28,7 @@ from ..errors import BadInput, Conflict, Hint
 from ..git import Repo, Sha, short_ref
 from ..model import BACKPORT, Fix, PatchSet, Status, Tests, is_test_path
 from ..pr.export import without_index_lines
-from ..render import RESULTS, table
+from ..text.table import table
 from ..upstream import base_of, discard_clone, obtain, refuse_symlinked_paths
 from . import change as changes, metadata, patches as patch_files
 
@@ -276,4 +276,3 @@ def _counts(c: dict) -> str:
     return ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in c.items() if n) or "nothing collected"
 
 
-RESULTS["backport"] = describe  # the demo's backport step reads as make backport does

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..render import table
+from ..text.table import table
 from .clone import FULL, NOW, TARGETS, THREEWAY_BASE, CloneBench
 from .container import ContainerBench
 from .delta import DeltaBench

@@ -140,7 +140,7 @@ def _delta_stale(mode: str, s: dict, ps) -> str | None:
     fix = next((f for f in ps.fixes if f.id == s["id"]), None)
     if fix is None:
         return _gone(ps, s["id"]) if s["id"] else f"stale: the {ps.target} set carries {len(ps.fixes)} fixes now"
-    who = "the set's" if len(ps.fixes) == 1 else f"fix {fix.id}'s"
+    who = f"fix {fix.id}'s" if ps.stacked else "the set's"
     if "expected" in s and s["expected"] != (fix.expected or {}).get(mode, {}):
         return f"stale: {who} expected delta changed since"
     if "tests" in s and list(s["tests"]) != list(fix.tests.all):
@@ -182,7 +182,7 @@ def _gone(ps, fix_id: str) -> str:
 
 def _before_stack(ps) -> str | None:
     """A report of the whole set from before it was a stack (schema 1), read now that it is one."""
-    return f"stale: measured before the stack ({len(ps.fixes)} fixes now), as a set of one fix" if len(ps.fixes) > 1 \
+    return f"stale: measured before the stack ({len(ps.fixes)} fixes now), as a set of one fix" if ps.stacked \
         else None
 
 
@@ -202,7 +202,7 @@ def _lint_row(d: dict, ps) -> list[Reading]:
         verdict = "not checked"
     fix, stale = "", None
     if ps is not None and d["patch_set"] != ps.content_hash:
-        fix = next((f.id for f in ps.fixes if len(ps.fixes) > 1 and ps.only(f).content_hash == d["patch_set"]), "")
+        fix = next((f.id for f in ps.fixes if ps.stacked and ps.only(f).content_hash == d["patch_set"]), "")
         stale = None if fix else "stale: made for another version of the set"
     return [Reading(fix, "lint", d["upstream_commit"], counts, verdict, stale)]
 

@@ -1,7 +1,8 @@
 """The command line: argparse over the command table, error tiers and exit codes.
 
 Each subcommand is one entry of COMMANDS (commands.py): its settings (flag, make variable;
-table.py), the function it runs (runs.py), how its result reads (render.py) and its verdict.
+table.py), the function it runs (runs.py), how its result reads (each command's text module:
+apply_text.py, delta/text.py, ...) and its verdict.
 Only this package knows argparse, and only this module exits.
 """
 from __future__ import annotations
@@ -15,11 +16,12 @@ from pathlib import Path
 
 # Only what every command needs is imported here: the ground floor and the rendering (each
 # command imports its own modules when it runs: runs.py).
-from .. import __version__, progress, render, scratch
+from .. import __version__, progress, scratch
 from ..errors import CommandError, ExitCode, UserError, crashed, is_git_error
 from . import parser
 from .commands import COMMANDS
-from .table import voice
+from .table import verdict_line, voice
+from ..text.table import as_json
 
 __all__ = ["COMMANDS", "find_root", "main", "voice"]
 
@@ -73,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         scratch.sweep()  # what a killed run left in $TMPDIR (#17 item 9)
         res = command.run((args.root or find_root()).resolve(), args)
-        text = render.as_json(res) if args.json else "\n".join(
+        text = as_json(res) if args.json else "\n".join(
             filter(None, [command.text(res), *(said.hint(h) for h in getattr(res, "hints", []))]))
         try:
             if text:
@@ -82,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = command.verdict(res)
         if code == ExitCode.MISMATCH:  # a verdict, said so: make's `*** Error 1` is never the only word
-            print(f"patchkit: {render.verdict_line(args.command, res)}", file=sys.stderr, flush=True)
+            print(f"patchkit: {verdict_line(args.command, res)}", file=sys.stderr, flush=True)
         return code
     except UserError as exc:
         if exc.details:

@@ -3,10 +3,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import demo_text, render
+from .. import apply_text, check_text, demo_text, targets_text
+from ..ci import text as ci_text
+from ..container import text as container_text
 from ..delta import MODES as DELTA_MODES, text as delta_text
 from ..errors import ExitCode
-from .runs import (_apply, _backport, _backport_text, _bench, _bench_text, _check, _container, _dco, _delta, _demo, _export, _lint, _miniature, _pr,
+from ..lint import text as lint_text
+from ..pr import text as pr_text
+from ..waives import text as waivers_text
+from .runs import (_apply, _backport, _backport_text, _bench, _bench_text, _check, _container, _dco, _delta, _demo, _export, _lint, _miniature, _miniature_text, _pr,
                    _push, _radar, _radar_text, _summary, _targets, _unapply, _waivers, _workflow)
 from .table import (BASE, BRANCH, BUILDER, FIX_ID, REGISTRY, REPORT, SIGNOFF, SRC, SRC_REQUIRED, TARGET, URL, WORKDIR,
                     Command, _mismatch_unless, arg)
@@ -14,13 +19,13 @@ from .table import (BASE, BRANCH, BUILDER, FIX_ID, REGISTRY, REPORT, SIGNOFF, SR
 COMMANDS: dict[str, Command] = {c.name: c for c in (
     Command("apply", "apply a patch set's series as commits on its branch (all or nothing)",
             (TARGET, SRC, URL, arg("--threeway", "THREEWAY", "merge drifted patches 3-way", action="store_true")),
-            _apply, render.apply_result,
+            _apply, apply_text.apply_result,
             "make apply TRTLLM=main THREEWAY=1\npatchkit apply --target main --src build/trtllm-main --threeway"),
     Command("unapply", "return the checkout to where it was before apply", (TARGET, SRC), _unapply,
-            render.unapply_result, "make unapply TRTLLM=main\npatchkit unapply --target main --src build/trtllm-main"),
+            apply_text.unapply_result, "make unapply TRTLLM=main\npatchkit unapply --target main --src build/trtllm-main"),
     Command("check", "report how every patch set applies, changing nothing (exit 3 on a conflict)",
             (SRC_REQUIRED, arg("--target", None, "only these patch sets (default: all)", action="append")),
-            _check, render.check_results, "make check TRTLLM_SRC=build/trtllm-main\npatchkit check --src build/trtllm-main",
+            _check, check_text.check_results, "make check TRTLLM_SRC=build/trtllm-main\npatchkit check --src build/trtllm-main",
             lambda res: ExitCode.CONFLICT if any(r.conflicts for r in res) else ExitCode.OK),
     Command("radar", "since which upstream commit each fix of a set breaks, and since which it is no longer needed "
             "(exit 1: a fix's status at UNTIL differs from SINCE's, or it needs work there)",
@@ -39,7 +44,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
             _backport, _backport_text,
             "make backport TRTLLM=rc25 PR=19450\npatchkit backport --target rc25 --src build/trtllm-rc25 --pr 19450"),
     Command("waivers", "which waiver lines skip the set's tests at its ref and after the set; its edit as -/+ lines", (TARGET, SRC, URL),
-            _waivers, render.waivers_result,
+            _waivers, waivers_text.waivers_result,
             "make waivers TRTLLM=rc25\npatchkit waivers --target rc25 --src build/trtllm-rc25"),
     Command("delta", "run each fix's tests without it and with the whole stack, and grade its delta",
             (TARGET, SRC, URL, arg("--mode", "MODE", "default: source unless tensorrt_llm is importable",
@@ -57,7 +62,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
              arg("--fix", "FIX", "put the formatters' changes into the series' commits and patches/<target>",
                  action="store_true"),
              arg("--cache", None, "the hook environments, mirrors and verdicts (default: $PATCHKIT_LINT_CACHE, else .venv/lint-cache)", type=Path)),
-            _lint, render.lint_result,
+            _lint, lint_text.lint_result,
             "make lint TRTLLM=main FIX=1\npatchkit lint --target main --src build/trtllm-main --fix",
             lambda res: res.code),
     Command("pr", "a signed-off PR branch, title and body from the last delta report",
@@ -66,7 +71,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
              arg("--author", "AUTHOR", "'Name <email>', the commits' author (default: each patch's own)"),
              arg("--fix-id", "FIXID", "the own fix of the stack the PR is for (default: the only one)"),
              arg("--out", None, "where to write title, body and patches (default: build/pr/<target>)", type=Path)),
-            _pr, render.pr_result,
+            _pr, pr_text.pr_result,
             'make pr TRTLLM=main SIGNOFF="Jane Developer <jane@example.com>"\n'
             "patchkit pr --target main --src build/trtllm-main --signoff 'Jane Developer <jane@example.com>'"),
     Command("dco", "check (or fix) DCO sign-offs on a branch",
@@ -74,44 +79,44 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
              arg("--base", None, "check base..branch (default: commits on no remote branch, tag or set's ref)"),
              arg("--fix", "FIX", "add missing sign-offs, keeping the old tip on a backup ref", action="store_true"),
              SIGNOFF),
-            _dco, render.dco_result, "make dco BRANCH=pr/main\npatchkit dco --src build/trtllm-main --branch pr/main",
+            _dco, pr_text.dco_result, "make dco BRANCH=pr/main\npatchkit dco --src build/trtllm-main --branch pr/main",
             lambda res: _mismatch_unless(res.ok)),
     Command("export", "write a branch back into the target's patch set", (TARGET, SRC, BRANCH), _export(False),
-            render.export_result, "make export TRTLLM=main\npatchkit export --target main --src build/trtllm-main"),
+            pr_text.export_result, "make export TRTLLM=main\npatchkit export --target main --src build/trtllm-main"),
     Command("check-export", "fail when patches/<target> differs from the branch", (TARGET, SRC, BRANCH),
-            _export(True), render.export_result,
+            _export(True), pr_text.export_result,
             "make check-export TRTLLM=main\npatchkit check-export --target main --src build/trtllm-main",
             lambda res: _mismatch_unless(res.up_to_date)),
     Command("container", "build the patched image of the set's container base",
             (TARGET, SRC, URL, BASE, BUILDER,
              arg("--context", None, "where to render the build context (default: build/container/<target>)", type=Path)),
-            _container, render.container_result,
+            _container, container_text.container_result,
             "make container TRTLLM=rc25 BUILDER=buildah\npatchkit container --target rc25 --builder buildah"),
     Command("container-push", "push the set's patched image",
             (TARGET, arg("--registry", "REGISTRY", "host/repo to push to", required=True),
              arg("--base", "BASE", "base image the image was built from (default: the set's)"), BUILDER,
              arg("--tls-verify", "TLS_VERIFY", "verify the registry's certificate", choices=("true", "false"),
                  default="true")),
-            _push, render.push_result,
+            _push, container_text.push_result,
             "make container-push TRTLLM=rc25 REGISTRY=registry.example.com/ml/trtllm\n"
             "patchkit container-push --target rc25 --registry registry.example.com/ml/trtllm"),
     Command("miniature", "build the miniature upstream repository",
             (arg("--dest", "DEST", "where (a new or empty directory)", type=Path, required=True),
              arg("--variant", "VARIANT", "add a variant's commits on main (e.g. fixed-upstream: upstream's own fix)")),
-            _miniature, render.miniature_result,
+            _miniature, _miniature_text,
             "make miniature DEST=/tmp/mini\npatchkit miniature --dest /tmp/mini"),
-    Command("targets", "list the patch sets", (), _targets, render.targets, "make targets\npatchkit targets"),
+    Command("targets", "list the patch sets", (), _targets, targets_text.targets, "make targets\npatchkit targets"),
     Command("workflow", "render .github/workflows/patchkit.yml: every patch set's jobs, from the sets on disk",
             (arg("--gpu-runner", "GPU_RUNNER", "the container job's runner labels (default: self-hosted,gpu)"),
              arg("--check", None, "change nothing; exit 1 when the file is stale", action="store_true")),
-            _workflow, render.workflow_result,
+            _workflow, ci_text.workflow_result,
             "make workflow GPU_RUNNER=self-hosted,gpu\npatchkit workflow --gpu-runner self-hosted,gpu",
             lambda res: _mismatch_unless(res.ok)),
     Command("summary", "merge delta, lint and radar reports into one table (Markdown and JSON)",
             (arg("--reports", "REPORTS", "folders of reports, searched for *.json (repeat it, or separate them by spaces)",
                  type=Path, required=True, action="append"),
              arg("--out", None, "where to write summary.md and summary.json (default: build/summary)", type=Path)),
-            _summary, render.summary_result,
+            _summary, ci_text.summary_result,
             "make summary REPORTS=reports\npatchkit summary --reports reports",
             lambda res: _mismatch_unless(res.ok)),
     Command("bench", "measure the cold start by clone method, the delta, the image build, the waiver step, the radar",

@@ -13,7 +13,10 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .. import lock, render
+from .. import lock
+from ..text.table import as_json
+from ..text.voice import Voice
+from ..text.words import shell_word
 from .table import voice
 
 if TYPE_CHECKING:
@@ -164,7 +167,7 @@ def _radar(root, args):
         res = radar_cmd.radar(ps, repo, since=args.since, until=args.until, fix_id=args.fix_id)
     out = (args.out or root / "build" / "radar").resolve()
     res.files = radar_cmd.report_paths(res.target, out)
-    radar_cmd.write(res, out, render.as_json(res), report.markdown(res, [voice(args).hint(h) for h in res.hints]))
+    radar_cmd.write(res, out, as_json(res), report.markdown(res, [voice(args).hint(h) for h in res.hints]))
     return res
 
 
@@ -202,6 +205,11 @@ def _miniature(root, args):
     return miniature.build(root, args.dest, args.variant)
 
 
+def _miniature_text(res) -> str:
+    from .. import miniature
+    return miniature.describe(res)
+
+
 def _demo(root, args):
     from .. import atomic, demo, demo_text
     res = demo.run(root, args.workdir.resolve(), args.signoff)
@@ -209,13 +217,13 @@ def _demo(root, args):
     for step in res.steps:
         step.said = _on_root(said, step.root).command_line(step.command, step.settings)
         if step.root and step.said.startswith("make "):  # make has no variable for the project: its environment does
-            step.said = f"PATCHKIT_ROOT={render.shell_word(step.root)} {step.said}"
+            step.said = f"PATCHKIT_ROOT={shell_word(step.root)} {step.said}"
     res.full = str(Path(res.workdir) / "demo.txt")
     atomic.write_text(Path(res.full), demo_text.demo_full(res) + "\n")
     return res
 
 
-def _on_root(said: render.Voice, root: str) -> render.Voice:
+def _on_root(said: Voice, root: str) -> Voice:
     """The voice of a command run on another project's patch sets (the CLI's --root)."""
     return dataclasses.replace(said, prefix=("--root", root)) if root else said
 

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import render
 from . import parser
 from ..errors import ExitCode
+from ..text.voice import Voice
 
 @dataclass(frozen=True)
 class Arg:
@@ -53,7 +53,7 @@ class Command:
     help: str
     args: tuple[Arg, ...]
     run: Callable[[Path, argparse.Namespace], Any]  # (project root, arguments) -> result
-    text: Callable[[Any], str]  # the result for people; --json prints render.as_json(result)
+    text: Callable[[Any], str]  # the result for people; --json prints text.table.as_json(result)
     example: str  # one make line and the same as a CLI line, ending every --help
     verdict: Callable[[Any], ExitCode] = lambda res: ExitCode.OK
 
@@ -68,10 +68,31 @@ def _mismatch_unless(ok: bool) -> ExitCode:
 REGISTRY: dict[str, Command] = {}
 
 
-def voice(args: argparse.Namespace) -> render.Voice:
+def voice(args: argparse.Namespace) -> Voice:
     """How this invocation came (make or a shell) and with which values: hints are said that way."""
     options = {c.name: {a.dest: (a.flag, a.make) for a in c.args} for c in REGISTRY.values()}
     given = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()
              if k in options.get(args.command, {})}
-    return render.Voice(via_make=parser.via_make(), command=args.command, given=given,
-                        options=options, prefix=("--root", str(args.root)) if args.root else ())
+    return Voice(via_make=parser.via_make(), command=args.command, given=given,
+                 options=options, prefix=("--root", str(args.root)) if args.root else ())
+
+
+# What exit 1 means for each command whose exit 1 is a verdict (#27 item 4): the command ran, and
+# what it found is above; one line on stderr says so, beside make's own `*** Error 1`.
+_EXIT_1 = {
+    "radar": lambda r: "the set's status changed between SINCE and UNTIL (verdict and to do above)",
+    "delta": lambda r: "the measured delta does not match what the set declares (above)",
+    "lint": lambda r: f"{len(r.failures)} hook(s) fail on the series' files (above)" if r.config_found
+    else "not linted: upstream has no pre-commit config at the ref",
+    "dco": lambda r: f"{len(r.violations)} commit(s) without a valid sign-off (above)",
+    "check-export": lambda r: f"patches/{r.target} is out of date with {r.branch} (above)",
+    "workflow": lambda r: "the workflow files are stale (above)",
+    "summary": lambda r: "not every row is as declared (its verdict in bold, or flagged, above)",
+    "demo": lambda r: "a step's verdict is not the declared one (above)",
+}
+
+
+def verdict_line(command: str, result) -> str:
+    """The line that says an exit 1 is a verdict, not a failure to run."""
+    said = _EXIT_1.get(command)
+    return f"exit 1 is {command}'s verdict, not a failure to run: " + (said(result) if said else "see above")

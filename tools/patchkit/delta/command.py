@@ -81,7 +81,7 @@ def _probe(ps: PatchSet, repo: Repo, base: Sha, ref: str, mode: str, runner: Run
         pre = series.apply_series(repo, base, ps.patches, committer_date=series.THROWAWAY_DATE, stop_on_conflict=False)
     if pre.ok:
         return [], ps
-    stacked = len(ps.fixes) > 1
+    stacked = ps.stacked
     found: list[tuple[Fix, FixDelta]] = []
     for fix in ps.fixes:
         mine = [o for o in pre.outcomes if stack.owner(ps, o.patch).id == fix.id]
@@ -106,7 +106,7 @@ def _measure(ps: PatchSet, repo: Repo, base: Sha, ref: str, mode: str, fixes: li
              images: tuple[str, str] | None, report: Path, not_graded: dict[str, str]) -> dict[str, FixDelta]:
     """Each fix's section: its tests run in the tree without it and in the stack's tree
     (measure.run_fixes); a fix none of whose tests pytest collects goes to not_graded, saying so."""
-    stacked = len(ps.fixes) > 1
+    stacked = ps.stacked
     out: dict[str, FixDelta] = {}
     with scratch.folder("delta") as work:
         runs, why = measure.run_fixes(ps, repo, base, ref, mode, fixes, runner, work, images)

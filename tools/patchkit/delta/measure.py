@@ -39,7 +39,7 @@ def run_fixes(ps: PatchSet, repo: Repo, base: Sha, ref: str, mode: str, fixes: l
               work: Path, images: tuple[str, str] | None = None) -> tuple[list[FixRuns], dict[str, str]]:
     """Each fix's runs, its trees and outputs under work; and {fix id: why it was not run} for a
     fix none of whose tests pytest collects. BadInput when none of a fix's tests exists at ref."""
-    stacked = len(ps.fixes) > 1
+    stacked = ps.stacked
     fixes = list(fixes)
     not_run: dict[str, str] = {}
     wanted = sorted({t for f in fixes for t in f.tests.all})

@@ -32,7 +32,7 @@ def build(repo: Repo, base: Sha, ps: PatchSet, fixes: Sequence[Fix], workdir: Pa
     """Write the stack's tree and each fix's tree without it under workdir; paths limits what
     is archived (default: everything). A fix above it whose patch does not apply without it
     (made on its lines) is cut to its test files there too, and named in left_out."""
-    stacked = len(ps.fixes) > 1
+    stacked = ps.stacked
     without, left_out = {}, {}
     for i, fix in enumerate(fixes):
         name = f"unpatched tree of fix {fix.id}" if stacked else "unpatched tree"

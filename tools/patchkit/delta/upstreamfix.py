@@ -152,7 +152,7 @@ def measure(ps: PatchSet, repo: Repo, base: Sha, outcomes: Sequence[series.Outco
              if p in present]
     runnable = [t for t in tests if t in present and collects(t)]  # never a C++ test: pytest collects none
 
-    stacked = len(ps.fixes) > 1  # the words name the fix where the stack carries several
+    stacked = ps.stacked  # the words name the fix where the stack carries several
     whose, whose_tree = (f"fix {fix.id}", "it") if stacked else ("the set", "the set")
     where = (f"fix {fix.id} in " if stacked else "") + f"patches/{ps.root.name}/patchset.yaml"
 

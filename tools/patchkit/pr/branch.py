@@ -102,7 +102,7 @@ def view(ps: PatchSet, fix: Fix) -> PatchSet:
     """The target carrying only this fix: the PR's series (no backport, no other fix), with the
     waiver intent for the fix's own tests."""
     out = ps.only(fix)
-    if ps.waivers and len(ps.fixes) > 1:
+    if ps.waivers and ps.stacked:
         mine = set(fix.tests.all) | {p for patch in fix.patches for p in patch.paths}
         out = dataclasses.replace(out, waivers=dataclasses.replace(
             ps.waivers, must_run=tuple(t for t in ps.waivers.must_run if t in mine)))

@@ -98,7 +98,7 @@ def assign(ps: PatchSet, branch: str, names: list[str], messages: list[str]) -> 
 
     One fix takes them all. A stack whose patch count is unchanged keeps each fix's count, in
     stack order; where counts changed, each commit's Origin trailer (DEP-3) names its fix."""
-    if len(ps.fixes) == 1:
+    if not ps.stacked:
         return {ps.fixes[0].id: list(names)}
     if len(names) == len(ps.patches):
         out, at = {}, 0

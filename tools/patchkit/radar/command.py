@@ -129,7 +129,7 @@ def radar(ps: PatchSet, repo: Repo, *, since: str | None = None, until: str | No
     reports: list[FixRadar] = []
     pinned: dict[str, dict[int, bisection.Change]] = {}
     counted: dict[str, dict[int, bisection.Probe]] = {}
-    several = len(ps.fixes) > 1
+    several = ps.stacked
     idx_of = {f.id: [where[p.name] for p in f.patches] for f in chosen}  # each fix's patches, by their place in the stack
     for fix in chosen:
         idx = idx_of[fix.id]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..render import table
+from ..text.table import table
 
 
 def _radar_rows(r) -> tuple[list[list[str]], list[list[str]]]:
