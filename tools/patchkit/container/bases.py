@@ -26,7 +26,10 @@ from .. import proc
 from . import runtime
 
 BUSYBOX = Path("/bin/busybox")
-APPLETS = ("sh", "sha256sum", "echo", "test", "cat")
+APPLETS = ("sh", "sha256sum", "echo", "test", "cat", "rm", "rmdir")  # what the Containerfile's RUN lines use
+# What a distribution's root file system has: a RUN step mounts over these, and where a base
+# lacks them buildah makes them, in the new layer (a release image has them all).
+MOUNT_POINTS = ("dev", "proc", "sys", "run", "etc/hosts", "etc/hostname", "etc/resolv.conf")
 HAVE = {"pytest", "_pytest", "pluggy", "iniconfig", "packaging"}  # what runtime.install puts in
 
 STAND_IN = '''"""Stand-in for {name}, which the release image has and the miniature does not model
@@ -117,6 +120,12 @@ def make_base(name: str, package_tree: Path, site_packages: str, *, package: str
     ctr = proc.run(["buildah", "from", "scratch"]).stdout.strip()
     try:
         mnt = Path(proc.run(["buildah", "mount", ctr]).stdout.strip())
+        for point in MOUNT_POINTS:
+            (mnt / point).parent.mkdir(parents=True, exist_ok=True)
+            if point.startswith("etc/"):
+                (mnt / point).touch()
+            else:
+                (mnt / point).mkdir()
         if with_shell:
             (mnt / "bin").mkdir()
             shutil.copy(BUSYBOX, mnt / "bin" / "busybox")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -23,6 +24,7 @@ IMAGE_REPO = "localhost/patchkit"
 class PackageFile:
     path: str  # relative to site-packages, e.g. tensorrt_llm/_torch/pyexecutor/_util.py
     preimage_sha256: str | None  # None: the patches add this file
+    removed: bool = False  # the stack deletes it, or renames it away: the image loses it too
 
 
 @dataclass
@@ -73,34 +75,75 @@ def _in_package(ps: PatchSet, path: str) -> bool:
     return PurePosixPath(path).parts[0] == ps.container.package
 
 
+REGULAR = {"100644": 0o644, "100755": 0o755}  # git's file modes -> the mode the file has in the image
+
+
 def render_context(root: Path, ps: PatchSet, repo: Repo, dest: Path, base: str, base_digest: str) -> ContainerResult:
-    """Apply the package patches (the one series path), and write the patched files and the
-    Containerfile (build() has refused a stack that needs a wheel build)."""
+    """Apply the package patches (the one series path), and write the package's files that the
+    stack changes, adds, deletes or renames, and the Containerfile (build() has refused a stack
+    that needs a wheel build). A file the stack leaves as the ref has it is not in the context."""
     ref, commit = base_of(repo, ps)
     refuse_symlinked_paths(repo, commit, ps)  # a symlink never reaches the image
     patches = package_patches(ps)
     res = series.apply_series(repo, commit, patches, committer_date=series.THROWAWAY_DATE)
     res.raise_on_conflict(f" to {ref}")
-    paths = sorted({fc.path for p in patches for fc in p.files if fc.path and _in_package(ps, fc.path)})
+    # #31 item 1: what differs between the ref and the stack's tree, read from git's trees: a
+    # deletion, or the old name of a rename, is a removal from the image, never a file kept.
+    changes = [c for c in repo.tree_changes(repo.commit_info(commit).tree, repo.commit_info(res.tip).tree)
+               if _in_package(ps, c.path)]
+    for c in changes:
+        _refuse_unlayable(ps, c.path, c.old_mode, c.new_mode)
     files = []
     with atomic.replace_dir(dest) as fresh:  # a failed render leaves the old context whole
-        for path in paths:
-            before = repo.show_file(commit, path)
-            files.append(PackageFile(path, None if before is None else hashlib.sha256(before).hexdigest()))
-            after = repo.show_file(res.tip, path)
-            if after is None:  # the series deletes it: nothing to lay over
-                continue
-            out = fresh / path
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_bytes(after)
+        for c in changes:
+            before = hashlib.sha256(repo.read_blob(c.old_blob)).hexdigest() if c.old_blob else None
+            files.append(PackageFile(c.path, before, removed=not c.new_blob))
+            if c.new_blob:
+                out = fresh / c.path
+                out.parent.mkdir(parents=True, exist_ok=True)
+                out.write_bytes(repo.read_blob(c.new_blob))
+                out.chmod(REGULAR[c.new_mode])  # COPY keeps the context's mode: never the umask's
+        removed = [f.path for f in files if f.removed]
         image = image_name(ps, base)
         ctx = {"image": image, "base": base, "base_digest": base_digest, "target": ps.target, "ref": ref,
                "commit": commit, "package": ps.container.package, "site_packages": ps.container.site_packages,
-               "files": files, "patchset_hash": ps.content_hash, "version": __version__,
-               "fixes": fix_labels(ps)}
+               "files": files, "removed": removed, "bytecode": _bytecode(removed),
+               "folders": _emptied(repo, res.tip, removed), "copied": any(not f.removed for f in files),
+               "patchset_hash": ps.content_hash, "version": __version__, "fixes": fix_labels(ps)}
         env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+        env.filters["sh"] = shlex.quote  # a path is the PR's words: one shell word, whatever it holds
         (fresh / "Containerfile").write_text(env.from_string((root / TEMPLATE).read_text()).render(**ctx))
     return ContainerResult(ps.target, base, image, str(dest), files)  # labels: the template's, read back once built
+
+
+def _refuse_unlayable(ps: PatchSet, path: str, *modes: str) -> None:
+    """An entry that is not a regular file before or after the stack is refused (a patch names
+    no file with a control character: patchset.load refuses it, so every name fits one line)."""
+    odd = next((m for m in modes if m and m not in REGULAR), None)
+    if odd:
+        what = {"120000": "a symlink", "160000": "a submodule"}.get(odd, f"of mode {odd}")
+        raise Conflict(f"{ps.target}: the stack changes {path}, {what}; an image made by laying files over "
+                       f"{ps.container.base} carries regular files only; nothing built")
+
+
+def _bytecode(removed: list[str]) -> list[str]:
+    """Shell words matching the compiled bytecode pip wrote for each removed module
+    (<folder>/__pycache__/<name>.<tag>.pyc), quoted but for the glob."""
+    out = []
+    for path in removed:
+        p = PurePosixPath(path)
+        if p.suffix == ".py":
+            out.append(shlex.quote(str(p.parent / "__pycache__" / p.stem)) + ".*.pyc")
+    return out
+
+
+def _emptied(repo: Repo, tip: str, removed: list[str]) -> list[str]:
+    """The package's folders that the stack empties (every file in them removed, none added):
+    removed from the image too, deepest first, or an empty folder would still import (a
+    namespace package)."""
+    folders = {str(parent) for path in removed for parent in PurePosixPath(path).parents if len(parent.parts) > 1}
+    kept = {name for name, (_mode, typ, _id) in repo.ls_entries(tip, folders).items() if typ == "tree"}
+    return sorted(folders - kept, key=lambda f: (-f.count("/"), f))
 
 
 def build(root: Path, ps: PatchSet, repo: Repo, *, context_dir: Path, base: str | None = None,
