@@ -133,6 +133,31 @@ def test_without_a_builder_the_context_is_left_with_the_command(miniature_templa
     assert (tmp_path / "ctx" / "Containerfile").is_file() and (tmp_path / "ctx" / UTIL).is_file()
 
 
+def test_a_refused_run_removes_the_context_of_another_stack(miniature_template, tmp_path, capsys, monkeypatch):
+    """#31 item 11: after a refusal, make container left the previous stack's build context in
+    place, which the earlier run's hint ("build it with: docker build ...") had told the user to
+    build: it built the stack before the change the run refused."""
+    from patchkit.container import builders
+    monkeypatch.setattr(builders, "BUILDERS", {})
+    root = copy_project(tmp_path / "project", "overlay")
+    ctx = tmp_path / "ctx"
+    args = ["--root", str(root), "container", "--target", "rc25", "--src", str(miniature_template), "--context", str(ctx)]
+    assert main(args) == 5 and "build it with: docker build" in capsys.readouterr().err
+    before = (ctx / "Containerfile").read_text()
+    # refused before it renders, the same stack: its context stays, and is still this stack's
+    assert main([*args, "--builder", "nope"]) == 2 and "context" not in capsys.readouterr().err
+    assert (ctx / "Containerfile").read_text() == before
+    # another stack (a C++ backport beneath our fix) is refused: the old stack's context goes
+    old = patchset.load(root, "rc25").content_hash
+    stacked(root, "rc25", miniature_template, tmp_path, pulls=("19302",))
+    assert main(args) == 3
+    err = capsys.readouterr().err
+    assert "fix 19302 (backport) needs a wheel build" in err and err.count("\n") == 1, err
+    assert err.endswith(f"; the build context in {ctx}, rendered for another version of the set ({old[:12]}), "
+                        "is removed\n")
+    assert not ctx.exists() and not list(tmp_path.glob(".ctx.*"))
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -132,6 +132,20 @@ def replace_dir(dest: Path) -> Iterator[Path]:
         raise
 
 
+def remove_dir(dest: Path) -> None:
+    """Remove a folder of outputs as one step: renamed aside first (a kill leaves it whole, or
+    gone from its place and named as ours beside it), then deleted."""
+    dest = Path(dest)
+    aside = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old.", suffix=TMP_MARK, dir=dest.parent))
+    try:
+        os.rename(dest, aside / "x")
+    except OSError as exc:
+        shutil.rmtree(aside, ignore_errors=True)
+        raise _named(exc, dest) from None
+    _sync_dir(dest.parent)
+    shutil.rmtree(aside, ignore_errors=True)
+
+
 def _sync_dir(folder: Path) -> None:
     """Make the rename itself durable; a filesystem that cannot sync a folder is no error."""
     try:

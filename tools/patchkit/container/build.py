@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -10,7 +11,7 @@ from pathlib import Path, PurePosixPath
 import jinja2
 
 from .. import __version__, atomic, progress, scratch, series, stack
-from ..errors import CommandError, Conflict, Hint, NotFound, ToolMissing
+from ..errors import CommandError, Conflict, Hint, NotFound, ToolMissing, UserError
 from ..git import Repo
 from ..model import PatchSet
 from ..upstream import base_of, refuse_symlinked_paths
@@ -149,22 +150,14 @@ def _emptied(repo: Repo, tip: str, removed: list[str]) -> list[str]:
 def build(root: Path, ps: PatchSet, repo: Repo, *, context_dir: Path, base: str | None = None,
           builder_name: str | None = None) -> ContainerResult:
     """Render the context; build it with the chosen (or first working) builder; tag on success."""
-    refuse_wheel_changes(ps)  # before a base is pulled or anything is rendered
     base = base or ps.container.base
     try:
-        builder: Builder | None = pick(builder_name)
-    except ToolMissing:
-        if builder_name:
-            raise
-        builder = None
-    unpulled = None
-    with progress.step(f"reading (or pulling) the base image {base}"):
-        try:
-            digest = base_image(builder, base).digest if builder else "unknown (no builder ran)"
-        except NotFound as exc:  # the registry is out of reach or wants a login: the context is still of use
-            unpulled, digest = exc, "unknown (the base could not be pulled)"
-    with progress.step(f"rendering the build context in {context_dir}"):
-        result = render_context(root, ps, repo, context_dir, base, digest)
+        builder, digest, unpulled = _builder_and_base(ps, base, builder_name)
+        with progress.step(f"rendering the build context in {context_dir}"):
+            result = render_context(root, ps, repo, context_dir, base, digest)
+    except (UserError, CommandError) as exc:
+        retire_context(context_dir, ps, exc)
+        raise
     result.command = f"docker build -t {result.image} {context_dir}"
     if unpulled is not None:
         # #27 item 4: an unpullable base wrote no context and suggested nothing.
@@ -194,6 +187,41 @@ def build(root: Path, ps: PatchSet, repo: Repo, *, context_dir: Path, base: str 
         raise Conflict(f"{builder.name} built {image_id[:19]} but {result.image} is not in its store")
     result.image_id, result.labels = built.id, built.labels  # what the image carries, read back
     return result
+
+
+def _builder_and_base(ps: PatchSet, base: str, builder_name: str | None) -> tuple[Builder | None, str, NotFound | None]:
+    """The builder (None: none works, and none was named), the base's digest, and why the base
+    could not be pulled (the context is still of use then)."""
+    refuse_wheel_changes(ps)  # before a base is pulled or anything is rendered
+    try:
+        builder: Builder | None = pick(builder_name)
+    except ToolMissing:
+        if builder_name:
+            raise
+        builder = None
+    with progress.step(f"reading (or pulling) the base image {base}"):
+        try:
+            return builder, base_image(builder, base).digest if builder else "unknown (no builder ran)", None
+        except NotFound as exc:  # the registry is out of reach or wants a login
+            return builder, "unknown (the base could not be pulled)", exc
+
+
+def retire_context(context: Path, ps: PatchSet, exc: BaseException) -> None:
+    """A run that refuses before it renders removes the context an earlier run rendered for
+    another version of the set (#31 item 11: that run's hint said to build it, and it built the
+    old stack); the context of this very stack (its patch set label), or a folder that is not a
+    context of ours (no such label), stays. The refusal's line says so."""
+    try:
+        text = (context / "Containerfile").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return
+    label = re.search(r'io\.patchkit\.patchset\.sha256="([0-9a-f]+)"', text)
+    if label is None or label[1] == ps.content_hash:
+        return
+    atomic.remove_dir(context)
+    if isinstance(exc, UserError):
+        exc.args = (f"{exc.message}; the build context in {context}, rendered for another version of the "
+                    f"set ({label[1][:12]}), is removed", *exc.args[1:])
 
 
 def base_image(builder: Builder, base: str) -> Image:
