@@ -119,3 +119,16 @@ def lint_of(checkout, target: str, root=ROOT) -> dict:
     res = lint_cmd.lint(patchset.load(root, target), repo=Repo(checkout), report=report,
                         cache=LINT_CACHE)
     return lint_cmd.as_dict(res)
+
+
+def push_pr(upstream: Path, number: str, make: Callable[[Path], str | None]) -> str:
+    """refs/pull/<number>/head of upstream (a copy of the miniature): one commit on its main,
+    made by make(work tree) (which returns the commit message, or None for a plain one), as
+    anyone's fork can push it. Returns the commit's id."""
+    work = upstream.parent / f"pr-{number}"
+    sh("git", "clone", "-q", upstream.as_uri(), work)
+    message = make(work)
+    sh("git", "-C", work, "add", "-A")
+    sh("git", "-C", work, "commit", "-q", "--allow-empty", "-m", message or "[None][fix] Something")
+    sh("git", "-C", work, "push", "-q", "origin", f"HEAD:refs/pull/{number}/head")
+    return sh("git", "-C", work, "rev-parse", "HEAD").stdout.strip()

@@ -68,6 +68,7 @@ def _backport_said(r) -> str:
     how = {"merged": f"merged upstream as {r.commits[0][:12]}", "open": f"open, {len(r.commits)} commit(s)"}.get(
         r.kind, "a commit")
     tests = "; ".join(f"{PurePosixPath(t).name} " + ("not run here" if e.get("not_run") else
+                                                     "not measured (no sandbox here)" if e.get("not_measured") else
                                                      f"{_counts(e['unpatched'])} -> {_counts(e['patched'])}")
                       for t, e in r.expected.items())
     return (f"{r.fix} ({how}) carried {r.placed} in the demo's copy of patches/{r.target}"

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from .. import atomic, patchset, scratch, series, stack
 from ..delta import measure as delta_measure
-from ..delta.run import Runner
+from ..delta.run import Runner, SourceRunner
 from ..errors import BadInput, Conflict, Hint
 from ..git import Repo, Sha, short_ref
 from ..model import BACKPORT, Fix, PatchSet, Status, Tests, is_test_path
@@ -51,6 +51,8 @@ class BackportResult:
     placed: str = ""  # where it went, as said to the user
     stack: list[tuple[str, str, str]] = field(default_factory=list)  # (patch file, fix id, how it applied)
     expected: dict = field(default_factory=dict)  # the fix's expectations, source mode
+    tests_ran: str = ""  # where its tests ran: fenced (delta.run.SourceRunner.said); '' when they did not
+    unfenced: str = ""  # why they did not: no fence here
     written: list[str] = field(default_factory=list)  # files of patches/<target>/, written or changed
     removed: list[str] = field(default_factory=list)
     range_diff: str = ""  # a replaced fix: git range-diff of its old patches against the new
@@ -58,6 +60,14 @@ class BackportResult:
     @property
     def changed(self) -> bool:
         return bool(self.written or self.removed)
+
+    @property
+    def hints(self) -> list[Hint]:
+        """Tests make backport would not run unfenced: make delta measures them, when asked."""
+        if not self.unfenced:
+            return []
+        return [Hint("delta", (("target", self.target), ("mode", "source"), ("fix_id", self.fix)),
+                     "measures its tests: without a fence they run with your network and home")]
 
 
 def backport(ps: PatchSet, *, root: Path, src: Path, url: str | None = None, pr: str | None = None,
@@ -123,8 +133,12 @@ def _backport(ps: PatchSet, repo: Repo, root: Path, on_disk: dict[str, bytes], p
         stage = _stage(root, ps, work / "root")
         entry = _entry(fix, ch)
         staged = _write_stage(stage, ps, new, names, work / "stack", series_of, entry)
+        runner = runner or SourceRunner()  # the PR's tests: fenced, or not run at all (delta_measure.expectations)
         result.expected = delta_measure.expectations(staged, staged.fix(fix.id), repo=repo, base=target, ref=ref,
                                                      runner=runner)
+        if result.expected:
+            result.unfenced = getattr(runner, "unfenced", "")
+            result.tests_ran = "" if result.unfenced else getattr(runner, "said", "")
         staged = _write_stage(stage, ps, new, names, work / "stack", series_of,
                               dict(entry, expected={"source": result.expected}))
         if old is not None:
@@ -259,8 +273,13 @@ def describe(r: BackportResult) -> str:
     lines = [f"{head}: {'replaced in place' if r.replaced else 'a new backport'}, {r.placed}, "
              f"on {short_ref(r.ref)} ({r.ref_commit[:12]})",
              table([(n, f, s) for n, f, s in r.stack], ("patch", "fix", "on the ref"))]
-    if r.expected:
-        lines.append(f"tests of {r.fix}, source mode (without it -> with the stack):")
+    if r.unfenced:
+        lines.append(f"tests of {r.fix}: not run: no sandbox here ({r.unfenced}); make delta measures them")
+        lines.append(table([(t, "not measured" if e.get("not_measured") else "not run here")
+                            for t, e in r.expected.items()]))
+    elif r.expected:
+        lines.append(f"tests of {r.fix}, source mode, run {r.tests_ran.removeprefix('here, ')} "
+                     f"(without it -> with the stack):")
         lines.append(table([(t, "not run here" if e.get("not_run") else
                              f"{_counts(e.get('unpatched', {}))} -> {_counts(e.get('patched', {}))}")
                             for t, e in r.expected.items()]))

@@ -65,7 +65,7 @@ def delta(ps: PatchSet, *, repo: Repo, mode: str, report: Path, runner: Runner |
     result = DeltaResult(ps.target, mode, ref, base, sorted(sections.values(), key=lambda s: order.index(s.id)),
                          str(report), builder if grade else "", used or ({"unpatched": {"name": images[0]}, "patched": {"name": images[1]}}
                                                        if images and grade else {}),
-                         not_graded, len(ps.fixes))
+                         not_graded, len(ps.fixes), getattr(runner, "said", "") if sections else "")
     atomic.write_text(report, result.as_json())
     return result
 

@@ -19,6 +19,8 @@ from . import compare, trees
 from .run import Job, Runner, SourceRunner, TreeRun, collects, only
 
 NOT_RUN = {"not_run": True}  # a test file's expectation when none of its tests can run here
+# A test file's expectation when make backport would not run the pull request's code: no fence here.
+NOT_MEASURED = {"not_measured": "no sandbox here; make delta measures it"}
 
 
 @dataclass
@@ -71,7 +73,7 @@ def run_fixes(ps: PatchSet, repo: Repo, base: Sha, ref: str, mode: str, fixes: l
         j.out.mkdir(parents=True)
     said = (f"running {len(union)} test file(s) in both trees" if not stacked else
             f"running each fix's tests without it, and all {len(union)} test file(s) with the stack")
-    with progress.step(f"{said} ({mode} mode)"):
+    with progress.step(f"{said} ({mode} mode, {getattr(runner, 'said', 'here')})"):
         *without, patched = runner.run(jobs, union, trees.source_modules(ps))
     out = []
     for f, unpatched in zip(fixes, without):
@@ -87,11 +89,18 @@ def expectations(ps: PatchSet, fix: Fix, *, repo: Repo, base: Sha, ref: str,
     """{test file: expectation} of the fix's tests in source mode, as make delta grades them:
     {'unpatched': counts, 'patched': counts} (without the fix, with the stack; outcomes that
     no test had left out), or not_run where pytest collects none of a file's tests or none can
-    run here (it imports what this machine lacks). Conflict when the runs cannot be graded."""
+    run here (it imports what this machine lacks). Conflict when the runs cannot be graded.
+
+    The tests are a pull request's code: they run fenced (SourceRunner) or not at all. Where no
+    fence works here, each test file pytest collects is NOT_MEASURED (make delta, which the user
+    asks for, measures it)."""
     if not fix.tests.all:  # a change that touches no test file: nothing to measure
         return {}
+    runner = runner or SourceRunner()
+    if getattr(runner, "unfenced", ""):
+        return {t: dict(NOT_MEASURED if collects(t) else NOT_RUN) for t in fix.tests.all}
     with scratch.folder("delta") as work:
-        runs, _why = run_fixes(ps, repo, base, ref, "source", [fix], runner or SourceRunner(), work)
+        runs, _why = run_fixes(ps, repo, base, ref, "source", [fix], runner, work)
     out = {t: dict(NOT_RUN) for t in fix.tests.all}
     for r in runs:
         invalid = compare.validity(r.unpatched) + compare.validity(r.patched)

@@ -95,6 +95,7 @@ class DeltaResult:
     images: dict[str, dict] = field(default_factory=dict)  # container mode: tree -> name, id, digest, labels
     not_graded: dict[str, str] = field(default_factory=dict)  # fix id -> why it has no section
     stack: int = 1  # how many fixes the target's stack carries (the text names each when several)
+    tests_ran: str = ""  # where the tests ran: here, fenced or not (delta.run.SourceRunner.said); in the images
     schema: int = SCHEMA
     ok: bool = field(init=False)
     valid: bool = field(init=False)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Protocol
 
-from .. import proc
+from .. import fence, proc
 from ..errors import BadInput
 
 if TYPE_CHECKING:
@@ -19,6 +19,7 @@ PLUGIN_DIR = Path(__file__).resolve().parent
 # pytest's default python_files (upstream keeps the default): the test files it collects. A
 # fix's C++ test (cpp/tests/...) is not one: make delta records it as not run, never passes it.
 PYTEST_FILES = ("test_*.py", "*_test.py")
+OUTCOMES = ("passed", "failed", "error", "skipped", "not_run")  # what reportplugin records of a test
 
 
 def collects(path: str) -> bool:
@@ -62,6 +63,8 @@ def only(run: TreeRun, files: list[str]) -> TreeRun:
 
 
 class Runner(Protocol):
+    said: str  # where the tests run, as said on screen
+
     def run(self, jobs: list[Job], tests: list[str], source_modules: list[str]) -> list[TreeRun]: ...
 
 
@@ -71,7 +74,8 @@ def _pytest_args(tests: list[str], outcomes: str, junit: str) -> list[str]:
 
 
 class SourceRunner:
-    """Runs the trees' tests here, loading the set's modules from each tree (sourcemode.py).
+    """Runs the trees' tests here, loading the set's modules from each tree (sourcemode.py),
+    fenced (fence.py) wherever bubblewrap runs: a stack's tests are a pull request's code.
 
     conftest.py files are not loaded: upstream's import the whole runtime (torch, the
     bindings), which is what source mode exists to do without.
@@ -79,6 +83,11 @@ class SourceRunner:
 
     def __init__(self, python: str = sys.executable) -> None:
         self.python = python
+        self.fence, self.unfenced = fence.find()  # unfenced: why there is no fence here ('' when there is one)
+
+    @property
+    def said(self) -> str:
+        return f"here, {self.fence.said}" if self.fence else f"here, NOT fenced ({self.unfenced}): with your network and home"
 
     def command(self, job: Job, tests: list[str], source_modules: list[str]) -> list[str]:
         mods = [a for m in source_modules for a in ("--source-module", m)]
@@ -94,6 +103,10 @@ class SourceRunner:
         # Only our two plugins: whatever else is installed here is not part of the test,
         # and loading every entry point costs more than the run itself.
         env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+        if self.fence:
+            mine = {k: env[k] for k in ("PYTHONPATH", "PYTEST_DISABLE_PLUGIN_AUTOLOAD")}
+            cmds = [(self.fence.command(cmd, cwd=j.tree, writable=[j.tree, j.out], env=mine), j.tree)
+                    for (cmd, _cwd), j in zip(cmds, jobs)]
         results = proc.run_many(cmds, env=env)
         return [_read(j, r.returncode, r.stderr or r.stdout) for j, r in zip(jobs, results)]
 
@@ -102,6 +115,8 @@ class ContainerRunner:
     """Runs the trees' tests inside images with a builder (buildah, podman or docker): the
     installed package is the one under test; the tree, mounted read-only, gives only the test
     files and their conftest.py; outcomes and JUnit come back through a mounted directory."""
+
+    said = "in the images"
 
     def __init__(self, builder: "Builder", python: str = "python3") -> None:
         self.builder, self.python = builder, python
@@ -139,12 +154,20 @@ class ContainerRunner:
 
 
 def _read(job: Job, returncode: int, output: str = "") -> TreeRun:
+    """The run's outcomes, from the files the run wrote. The run may be a pull request's code: a
+    file it made a symlink (to the user's ssh key, say) is not read, and its JUnit XML not kept."""
     path = job.out / f"{job.name}.json"
-    if not path.is_file():
+    if path.is_symlink() or not path.is_file():
         last = next((ln for ln in reversed(output.strip().splitlines()) if ln.strip()), "")
         return TreeRun(job.name, returncode, 0, stderr=last)
-    data = json.loads(path.read_text())
-    tests = dict(data["tests"])
-    tests.update(data["collect_errors"])
+    try:
+        data = json.loads(path.read_text())
+        tests = {str(k): {"outcome": v["outcome"] if v["outcome"] in OUTCOMES else "error",
+                          "reason": str(v.get("reason", ""))}
+                 for k, v in [*data["tests"].items(), *data["collect_errors"].items()]}
+        status, collected = int(data["exitstatus"]), int(data["collected"])
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return TreeRun(job.name, returncode, 0, stderr=f"{path.name} is not what our report plugin writes")
     junit = job.out / f"{job.name}.xml"
-    return TreeRun(job.name, data["exitstatus"], data["collected"], tests, str(junit) if junit.exists() else "")
+    kept = junit.is_file() and not junit.is_symlink()
+    return TreeRun(job.name, status, collected, tests, str(junit) if kept else "")

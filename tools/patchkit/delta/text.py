@@ -8,6 +8,8 @@ from ..text.table import table
 def delta_result(r) -> str:
     """The result of delta.command.delta() for people (--json prints its fields)."""
     head = f"delta {r.target} ({r.mode} mode) on {r.upstream_ref} {r.upstream_commit[:12]}"
+    if r.tests_ran and r.mode == "source":  # a stack's tests are pull requests' code: where they ran
+        head += f"\ntests ran {r.tests_ran}"
     if r.stack == 1 and len(r.fixes) == 1:
         f = r.fixes[0]
         if f.fixed_upstream is not None:
@@ -61,6 +63,8 @@ def _graded_lines(f) -> list[str]:
         lines.append(f"not run here: {file} ({reason})")
     lines += [f"not run by make delta: {file} (pytest collects test_*.py and *_test.py files)"
               for file in f.not_collected]
+    lines += [f"nothing declared for {file} ({e['not_measured']}): the counts above are its measure"
+              for file, e in sorted(f.expected.items()) if isinstance(e, dict) and e.get("not_measured")]
     lines += [f"unpatched also lacks fix {i}'s changes: they do not apply without fix {f.id}" for i in f.left_out]
     lines += [f"INVALID: {why}" for why in f.invalid]
     lines += [f"MISMATCH: {m}" for m in f.mismatches]
