@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from .. import progress
 from ..errors import BadInput, NotFound
-from ..git import GitError, Repo, Sha, squash_number
+from ..git import GitError, NotOnOrigin, Repo, Sha, squash_number
 
 MERGED, OPEN, COMMIT = "merged", "open", "commit"
 MAX_COMMITS = 100  # a PR's own commits beyond its merge base; more is not one change
@@ -120,7 +120,10 @@ def find_commit(repo: Repo, rev: str, web: str) -> Change:
                        setting="commit")
     sha = sha or Sha(rev.lower())
     with progress.step(f"fetching commit {sha[:12]}"):
-        repo.fetch_ids([sha], commits_only=True)
+        try:
+            repo.fetch_ids([sha], commits_only=True)
+        except NotOnOrigin:
+            raise NotFound(f"origin ({_where(repo)}) has no commit {sha}", setting="commit") from None
     if repo.present_commit(sha) is None:
         raise NotFound(f"origin ({_where(repo)}) has no commit {sha}", setting="commit")
     parents = repo.commit_info(sha).parents

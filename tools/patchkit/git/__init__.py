@@ -20,7 +20,7 @@ os.chdir, never a shell. No module outside this package imports GitPython or run
 """
 from __future__ import annotations
 
-from .changes import TreeChange, squash_number
+from .changes import NotOnOrigin, TreeChange, squash_number
 from .runner import POLICY, ZERO, GitError, Identity, Result, Sha, check_ref_format, identity_env, run_git
 from .index import Index
 from .objects import CommitInfo
@@ -29,7 +29,8 @@ from .transfer import LOCAL_UPLOAD_PACK, ObjectStats, network_timeout
 from .repo import Repo, init
 from .clone import clone, partial_clone
 
-__all__ = ["LOCAL_UPLOAD_PACK", "POLICY", "ZERO", "CommitInfo", "TreeChange", "GitError", "Identity", "Index", "ObjectStats",
+__all__ = ["LOCAL_UPLOAD_PACK", "POLICY", "ZERO", "CommitInfo", "TreeChange", "GitError", "Identity", "Index", "NotOnOrigin",
+           "ObjectStats",
            "fetch_command",
            "Repo", "Result", "Sha", "check_ref_format", "clone", "identity_env", "init", "network_timeout",
            "partial_clone", "ref_candidates", "resolve_target_ref", "run_git", "short_ref", "squash_number"]

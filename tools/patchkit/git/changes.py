@@ -20,6 +20,12 @@ from .transfer import _FULL_ID, _transfer
 # git's words when a shallow-exclude fetch leaves nothing to send: every wanted commit is
 # reachable from the excluded ref.
 _NOTHING_SELECTED = "no commits selected for shallow requests"
+# upload-pack's words for a wanted id it does not have (or does not serve): 'not our ref <id>'.
+_NOT_OURS = "not our ref"
+
+
+class NotOnOrigin(GitError):
+    """origin sends no object of that id: it has none (upload-pack: 'not our ref')."""
 
 
 @dataclass(frozen=True)
@@ -54,7 +60,7 @@ class ChangesMixin:
 
     def fetch_ids(self, ids: Iterable[str], *, commits_only: bool = False, exclude: str = "") -> bool:
         """Make these commits present, into no ref; False when origin sends nothing because
-        every one of them is reachable from exclude.
+        every one of them is reachable from exclude; NotOnOrigin when origin has one of them not.
 
         In a shallow clone they come at depth 1, or with exclude (a ref on origin), with all
         of their history that exclude does not reach (git's --shallow-exclude): a pull
@@ -77,6 +83,8 @@ class ChangesMixin:
         if res.returncode != 0:
             if shallow and exclude and _NOTHING_SELECTED in res.stderr:
                 return False
+            if _NOT_OURS in res.stderr:
+                raise NotOnOrigin(list(res.cmd), res.returncode, "", res.stderr, str(self.path))
             raise GitError(list(res.cmd), res.returncode, "", res.stderr, str(self.path))
         return True
 
