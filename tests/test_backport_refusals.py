@@ -29,3 +29,11 @@ def test_a_commit_origin_lacks_is_not_found(capsys, tmp_path, upstream, checkout
     missing = "0123456789abcdef0123456789abcdef01234567"
     code, _out, err = run(capsys, copy_root(tmp_path), checkout, "--commit", missing)
     assert (code, err) == (4, f"patchkit: error: --commit: origin ({upstream.as_uri()}) has no commit {missing}\n")
+
+
+def test_an_empty_pr_commit_is_said_to_change_nothing(capsys, tmp_path, upstream, checkout):
+    """#31 item 6: an empty PR commit was "not a git format-patch file (no blank line after the headers)"."""
+    sha = push_pr(upstream, "4243", lambda work: "[None][fix] Nothing at all")
+    code, _out, err = run(capsys, copy_root(tmp_path), checkout, "--pr", "4243")
+    assert code == 2, err
+    assert f"pull request 4243's commit {sha[:12]} changes nothing" in err and "format-patch" not in err

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .. import patchcheck, progress
-from ..errors import BadInput
+from ..errors import BadInput, Hint
 from ..git import Repo, Sha, TreeChange
 from ..model import Patch
 from ..patchset import parse_patch
@@ -45,6 +45,8 @@ def render(repo: Repo, change: Change, fields: Sequence[tuple[str, str]], out_di
             info = repo.commit_info(c)
             _check_message(c, info.message)
             files = repo.tree_changes(repo.commit_info(prev).tree, info.tree)
+            if not files:  # git writes no patch for it (format-patch skips it: #31 item 6)
+                _nothing(change, c)
             _check_files(c, files)
             changed.append(files)
             prev = c
@@ -70,6 +72,17 @@ def _checked(commit: Sha, path: Path, files: list[TreeChange]) -> Patch:
         raise BadInput(f"commit {commit[:12]}: its patch does not say what it changes "
                        f"({', '.join(sorted(set(patch.paths) ^ {f.path for f in files}))[:200]}); refusing")
     return patch
+
+
+def _nothing(change: Change, commit: Sha) -> None:
+    """BadInput: this commit of the change is empty; the others, if any, can be carried alone."""
+    whose = f"pull request {change.number}'s commit" if change.number else "commit"
+    others = [c for c in change.commits if c != commit]
+    setting = "pr" if change.number else "commit"
+    if not others:
+        raise BadInput(f"{whose} {commit[:12]} changes nothing: there is nothing to carry", setting=setting)
+    raise BadInput(f"{whose} {commit[:12]} changes nothing; carry its other commits one by one",
+                   setting=setting, hint=Hint.run(None, pr=False, commit=others[0]))
 
 
 def _check_message(commit: Sha, message: str) -> None:
