@@ -37,3 +37,29 @@ def test_an_empty_pr_commit_is_said_to_change_nothing(capsys, tmp_path, upstream
     code, _out, err = run(capsys, copy_root(tmp_path), checkout, "--pr", "4243")
     assert code == 2, err
     assert f"pull request 4243's commit {sha[:12]} changes nothing" in err and "format-patch" not in err
+
+
+def test_a_pr_whose_first_commit_the_ref_has_is_carried_by_its_other_commits(capsys, tmp_path, upstream, checkout):
+    """#31 item 7: a PR whose first commit is already in the ref got "retire it from the stack
+    first", about a fix that is not in the stack; what helps is COMMIT= for the rest."""
+    root = copy_root(tmp_path)
+    ours = set(patchset.load(root, "rc25").touched_paths)
+    differs = [p for p in sh("git", "-C", upstream, "diff", "--name-only", "v1.3.0rc25", "main", "--",
+                             "tensorrt_llm", "tests/unittest").stdout.split() if p not in ours]
+
+    def make(work: Path) -> str:
+        # its first commit puts a file back as the release has it: the ref already has that change
+        sh("git", "-C", work, "checkout", "v1.3.0rc25", "--", differs[0]) if sh(
+            "git", "-C", upstream, "cat-file", "-e", f"v1.3.0rc25:{differs[0]}", check=False).returncode == 0 \
+            else sh("git", "-C", work, "rm", "-q", differs[0])
+        sh("git", "-C", work, "commit", "-qam", "[None][chore] As the release has it")
+        with open(work / SCHEDULER, "a") as fh:
+            fh.write("\n\ndef tripled(x):\n    return 3 * x\n")
+        return "[None][fix] Tripled"
+    second = push_pr(upstream, "4244", make)
+    first = sh("git", "-C", upstream, "rev-parse", f"{second}~1").stdout.strip()
+    code, _out, err = run(capsys, root, checkout, "--pr", "4244")
+    assert code == 3, err
+    assert f"pull request 4244's commit {first[:12]}" in err and "is already in v1.3.0rc25" in err
+    assert "retire" not in err
+    assert err.endswith(f"run: patchkit --root {root} backport --target rc25 --src {checkout} --commit {second}\n")

@@ -126,7 +126,7 @@ def _backport(ps: PatchSet, repo: Repo, root: Path, on_disk: dict[str, bytes], p
         if len(mine) == len(fix.patches) and all(o.status == series.UPSTREAM for o in mine):
             result.already = "by content: each of its patches applies in reverse"
             return result
-        _refuse(repo, new, applied, ref, target)
+        _refuse(repo, new, applied, ref, target, ch, mine)
         names = _render(repo, target, applied, new, work / "stack")
         result.stack = [(n, stack.owner(new, o.patch).id, o.status) for n, o in zip(names, applied.outcomes)]
         series_of = {f.id: [n for n, (_n, fid, _s) in zip(names, result.stack) if fid == f.id] for f in new.fixes}
@@ -169,9 +169,19 @@ def _placed(ps: PatchSet, fix: Fix) -> str:
     return f"before {ids[at + 1]}" if at + 1 < len(ids) else f"after {ids[at - 1]}"
 
 
-def _refuse(repo: Repo, ps: PatchSet, applied: series.SeriesResult, ref: str, target: Sha) -> None:
+def _refuse(repo: Repo, ps: PatchSet, applied: series.SeriesResult, ref: str, target: Sha, ch: changes.Change,
+            mine: list[series.Outcome]) -> None:
     """Conflict unless every patch of the new stack applied (cleanly or 3-way): the error
-    names the fix, the patch, the file and the hunk, as apply does; nothing is written."""
+    names the fix, the patch, the file and the hunk, as apply does; nothing is written. mine:
+    the new fix's outcomes, a patch per commit of the change ch."""
+    if any(o.status == series.UPSTREAM for o in mine):  # some of the change is in the ref, not all
+        upstream = [c for c, o in zip(ch.commits, mine) if o.status == series.UPSTREAM]
+        rest = [c for c, o in zip(ch.commits, mine) if o.status != series.UPSTREAM]
+        whose = f"pull request {ch.number}'s commit" if ch.number else "commit"
+        raise Conflict(f"{whose}{'s' * (len(upstream) > 1)} {', '.join(c[:12] for c in upstream)} "
+                       f"{'are' if len(upstream) > 1 else 'is'} already in {short_ref(ref)} ({target[:12]}); carry its "
+                       f"other commit(s) one by one ({', '.join(c[:12] for c in rest)}); nothing written",
+                       hint=Hint.run(None, pr=False, commit=rest[0]))
     for o in applied.outcomes:
         owner = stack.owner(ps, o.patch)
         if o.status == series.CONFLICT:
