@@ -63,3 +63,17 @@ def test_a_pr_whose_first_commit_the_ref_has_is_carried_by_its_other_commits(cap
     assert f"pull request 4244's commit {first[:12]}" in err and "is already in v1.3.0rc25" in err
     assert "retire" not in err
     assert err.endswith(f"run: patchkit --root {root} backport --target rc25 --src {checkout} --commit {second}\n")
+
+
+@pytest.mark.parametrize("where", tiered("--before", "--after"))
+def test_placing_a_backport_beside_itself_says_so(capsys, tmp_path, upstream, checkout, where):
+    """#31 item 8: BEFORE=<the backport's own id>, re-running backport of a fix already in the
+    stack, said "rc25 carries no fix '4245'" while it does."""
+    push_pr(upstream, "4245", lambda work: (work / SCHEDULER).write_text(
+        (work / SCHEDULER).read_text() + "\n\ndef quadrupled(x):\n    return 4 * x\n") and "[None][fix] Quadrupled")
+    root = copy_root(tmp_path)
+    assert run(capsys, root, checkout, "--pr", "4245")[0] == 0
+    code, _out, err = run(capsys, root, checkout, "--pr", "4245", where, "4245")
+    assert code == 2, err
+    assert f"{where}: fix 4245 is the one being placed: it cannot go {where[2:]} itself" in err
+    assert "carries no fix" not in err

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import PurePosixPath
 
-from .errors import BadInput, NotFound
+from .errors import BadInput, Hint, NotFound
 from .model import Fix, Patch, PatchSet, is_test_path
 
 # What happens to a path of upstream's tree in an image (see classify).
@@ -143,11 +143,15 @@ def insert(ps: PatchSet, new: Fix, *, before: str | None = None, after: str | No
             del fixes[i]
             break
     anchor = before if before is not None else after
+    setting = "before" if before is not None else "after"
+    if anchor == new.id:  # #31 item 8: it was "carries no fix", said of a fix the stack carries
+        raise BadInput(f"fix {new.id} is the one being placed: it cannot go {setting} itself; name another fix of "
+                       f"{ps.target} ({_ids([f for f in fixes if f.id != new.id])})", setting=setting,
+                       hint=Hint.choose(setting))
     if anchor is not None:
         at = next((i for i, f in enumerate(fixes) if f.id == anchor), None)
         if at is None:
-            raise NotFound(f"{ps.target} carries no fix {anchor!r} (it carries: {_ids(fixes)})",
-                           setting="before" if before is not None else "after")
+            raise NotFound(f"{ps.target} carries no fix {anchor!r} (it carries: {_ids(fixes)})", setting=setting)
         fixes.insert(at if before is not None else at + 1, new)
         return tuple(fixes)
     at = next((i for i, f in enumerate(fixes) if f.ours), len(fixes))
