@@ -75,7 +75,8 @@ def test_check_export_hint_keeps_the_users_checkout_and_runs(via, checkout, shel
     root, env = shell_env
     sh("git", "-C", checkout, "checkout", "-q", "-b", "mine")
     assert run(["patchkit", "apply", "--target", "main", "--src", checkout], env).returncode == 0
-    sh("git", "-C", checkout, "commit", "-q", "--amend", "-m", "[#19514][test] A reworded test commit")
+    message = sh("git", "-C", checkout, "log", "-1", "--format=%B").stdout.split("\n", 1)[1]  # its trailers kept
+    sh("git", "-C", checkout, "commit", "-q", "--amend", "-m", "[#19514][test] A reworded test commit\n" + message)
     first = (["make", "-s", "check-export", "TRTLLM=main", f"TRTLLM_SRC={checkout}"] if via == "make"
              else ["patchkit", "check-export", "--target", "main", "--src", checkout])
     res = run(first, env)

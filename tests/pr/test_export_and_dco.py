@@ -50,7 +50,8 @@ def test_check_export_fails_when_the_branch_moved_on(checkout, tmp_path, capsys)
     ps = patchset.load(root, "main")
     apply_mod.apply(ps, src=checkout)
     export_mod.export(ps, Repo(checkout), "overlay/main")
-    sh("git", "-C", checkout, "commit", "-q", "--amend", "-m", "[#19514][doc] A reworded docs commit")
+    message = sh("git", "-C", checkout, "log", "-1", "--format=%B").stdout.split("\n", 1)[1]  # its trailers kept
+    sh("git", "-C", checkout, "commit", "-q", "--amend", "-m", "[#19514][doc] A reworded docs commit\n" + message)
     code = main(["--root", str(root), "check-export", "--target", "main", "--src", str(checkout)])
     out = capsys.readouterr().out
     assert code == 1 and "differs from overlay/main" in out and "changed: 0003-19514-doc-A-reworded" in out

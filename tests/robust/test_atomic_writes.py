@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -25,20 +26,21 @@ def _files(folder: Path) -> dict[str, bytes]:
 
 @pytest.fixture
 def full_disk(tmp_path):
-    """mount(folder): folder on its own tmpfs holding what it held, with one page left free."""
+    """mount(folder): folder on its own tmpfs holding what it held (files and folders), with one
+    page left free."""
     mounted: list[Path] = []
 
     def mount(folder: Path) -> Path:
         if os.geteuid() != 0:
             pytest.skip("a real full disk needs a tmpfs mount, which needs root")
-        keep = {p.name: p.read_bytes() for p in folder.iterdir()}
+        keep = tmp_path / f"kept-{len(mounted)}"
+        shutil.copytree(folder, keep)
         res = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(folder)],
                              capture_output=True, text=True)
         if res.returncode != 0:
             pytest.skip(f"cannot mount a tmpfs here: {res.stderr.strip()}")
         mounted.append(folder)
-        for name, data in keep.items():
-            (folder / name).write_bytes(data)
+        shutil.copytree(keep, folder, dirs_exist_ok=True)
         filler = folder / ".filler"
         fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o644)
         try:
@@ -61,11 +63,14 @@ def test_export_on_a_full_disk_leaves_every_patch_and_the_series_whole(capsys, t
     root = copy_root(tmp_path)
     assert main(["--root", str(root), "apply", "--target", "main", "--src", str(checkout)]) == 0
     # A longer message for one commit, and a new commit: a changed patch, a new one, a new series.
-    sh("git", "-C", checkout, "commit", "-q", "--amend", "-m", "[#19514][test] Reworded\n\n" + "why " * 3000)
+    origin = "Origin: vendor, https://github.com/NVIDIA/TensorRT-LLM/issues/19514\nForwarded: no"
+    sh("git", "-C", checkout, "commit", "-q", "--amend", "-m", "[#19514][test] Reworded\n\n" + "why " * 3000
+       + "\n\n" + origin)
     (checkout / "NEWFILE").write_text("new\n" * 2000)
     sh("git", "-C", checkout, "add", "NEWFILE")
-    sh("git", "-C", checkout, "commit", "-q", "-m", "[#19514][fix] One more")
-    folder = full_disk(root / "patches" / "main")
+    sh("git", "-C", checkout, "commit", "-q", "-m", "[#19514][fix] One more\n\n" + origin)
+    patches = full_disk(root / "patches")  # the set is swapped in beside its place: the disk it is on is full
+    folder = patches / "main"
     before = _files(folder)
     capsys.readouterr()
     code = main(["--root", str(root), "export", "--target", "main", "--src", str(checkout)])
@@ -73,6 +78,7 @@ def test_export_on_a_full_disk_leaves_every_patch_and_the_series_whole(capsys, t
     assert code == 3 and err.count("\n") == 1, err
     assert "No space left on device" in err and str(folder) in err, err
     assert _files(folder) == before  # nothing cut, nothing added, nothing left behind
+    assert not [p for p in patches.iterdir() if atomic.TMP_MARK in p.name]
     assert not [p for p in folder.iterdir() if atomic.TMP_MARK in p.name]
 
 

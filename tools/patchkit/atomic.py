@@ -11,6 +11,7 @@ author; this is the state.py helper it grew out of, kept in one place.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import shutil
 import tempfile
@@ -102,8 +103,10 @@ def write_text(path: Path | str, text: str, encoding: str = "utf-8") -> None:
 def replace_dir(dest: Path) -> Iterator[Path]:
     """A fresh folder to fill; on success it takes dest's place, on any failure dest stays as it was.
 
-    The old folder is renamed aside first and removed only once the new one is in place; a
-    kill between the two renames leaves both beside dest (`.<name>.*.patchkit-tmp`), named.
+    Where the kernel can (Linux's renameat2 RENAME_EXCHANGE), the two folders swap places in
+    one step: dest is never missing. Elsewhere the old folder is renamed aside first and
+    removed only once the new one is in place; a kill between the two renames leaves both
+    beside dest (`.<name>.*.patchkit-tmp`), named.
     """
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -111,6 +114,10 @@ def replace_dir(dest: Path) -> Iterator[Path]:
     try:
         new.chmod(0o777 & ~_umask())
         yield new
+        if dest.is_dir() and not dest.is_symlink() and _exchange(new, dest):
+            shutil.rmtree(new, ignore_errors=True)  # it holds the old folder now
+            _sync_dir(dest.parent)
+            return
         old = None
         if dest.exists() or dest.is_symlink():
             old = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old.", suffix=TMP_MARK, dir=dest.parent))
@@ -144,6 +151,31 @@ def remove_dir(dest: Path) -> None:
         raise _named(exc, dest) from None
     _sync_dir(dest.parent)
     shutil.rmtree(aside, ignore_errors=True)
+
+
+def fill(folder: Path, files: dict[str, bytes]) -> None:
+    """Files written into a folder being made (replace_dir's), each synced before it is swapped in."""
+    for name, data in files.items():
+        with open(folder / name, "xb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+
+_RENAME_EXCHANGE = 2  # linux/fs.h
+_AT_FDCWD = -100
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two folders in one step (renameat2 RENAME_EXCHANGE); False where the kernel, the
+    C library or the filesystem cannot, and nothing moved."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    return renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0
 
 
 def _sync_dir(folder: Path) -> None:

@@ -11,11 +11,12 @@ from typing import Any
 
 import unidiff
 
-from . import patchcheck, schema as S
+from . import patchcheck, provenance, schema as S
 from .errors import BadInput, NotFound
 from .model import (FIX_KINDS, OURS, TEST_DB, ChecklistAnswer, Container, FileChange, Fix, Hunk, Patch, PatchSet, PrIntent,
                     Status, Tests, Upstream, Variant, WaiverIntent, is_test_path)
 from .names import ref_format_ok
+from .provenance import trailers  # noqa: F401  (patchset.trailers: the one parse of a message's trailers)
 
 METADATA = "patchset.yaml"
 _SUBJECT_PREFIX = re.compile(r"^\[PATCH[^\]]*\]\s*")
@@ -83,8 +84,10 @@ WAIVERS_SCHEMA = S.record({
 })
 
 
-def load(root: Path, target: str) -> PatchSet:
-    """Load patches/<target> and waivers/<target>.yaml; BadInput on anything malformed."""
+def load(root: Path, target: str, *, filing: bool = True) -> PatchSet:
+    """Load patches/<target> and waivers/<target>.yaml; BadInput on anything malformed, and on a
+    patch whose Origin names another fix than the one it is filed under (filing=False: make
+    export, which files a branch's commits by their Origin anew, reads such a set)."""
     if not _TARGET_NAME.match(target or "") or len(target) > 100:
         raise BadInput(f"invalid patch set name {target[:100]!r}")
     set_dir = root / "patches" / target
@@ -114,6 +117,12 @@ def load(root: Path, target: str) -> PatchSet:
             if p.name in seen and seen[p.name] != f.id:
                 raise BadInput(f"{where}: {p.name} is in the series of fixes {seen[p.name]} and {f.id}")
             seen[p.name] = f.id
+    if filing:
+        wrong = provenance.misfiled(target, fixes)
+        if wrong:
+            more = f" (and {len(wrong) - 1} more)" if len(wrong) > 1 else ""
+            raise BadInput(f"{wrong[0]}{more}; each patch's Origin names the fix it belongs to (make export files "
+                           "a branch's commits by it)")
     container = meta["container"]
     return PatchSet(
         target=target,
@@ -277,37 +286,6 @@ def parse_patch(path: Path) -> Patch:
         files=_parse_diff(path.name, diff),
         trailers=trailers(text),
     )
-
-
-_TRAILER = re.compile(r"^([A-Za-z0-9][A-Za-z0-9-]*)[ \t]*:[ \t]*(.*)$")
-_GIT_GENERATED = ("Signed-off-by: ", "(cherry picked from commit ")
-
-
-def trailers(body: str) -> tuple[tuple[str, str], ...]:
-    """The trailers of a commit message body, as `git interpret-trailers --parse` reads them:
-    its last paragraph, when every line of it is a 'Key: value' line (a line that starts with
-    white space continues the one before), or when git itself wrote one of them (Signed-off-by)
-    and at least a quarter are. tests/test_trailers.py holds this against git's own parse."""
-    paragraphs = [p for p in re.split(r"\n[ \t]*\n", body.strip("\n")) if p.strip()]
-    if not paragraphs:
-        return ()
-    found: list[list[str]] = []
-    others = 0
-    generated = False
-    for line in paragraphs[-1].split("\n"):
-        if line[:1] in (" ", "\t") and found:
-            found[-1][1] += " " + line.strip()
-            continue
-        m = _TRAILER.match(line)
-        if m:
-            found.append([m[1], m[2].strip()])
-            generated |= line.startswith(_GIT_GENERATED)
-        else:
-            others += 1
-            generated |= line.startswith(_GIT_GENERATED)
-    if not found or (others and not (generated and len(found) * 3 >= others)):
-        return ()
-    return tuple((k, v) for k, v in found)
 
 
 def _valid_date(text: str) -> bool:

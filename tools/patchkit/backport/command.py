@@ -4,33 +4,33 @@ patches/<target>/, all or nothing.
 The change is found upstream (change.py) and written as patches with DEP-3 trailers
 (patches.py); the new stack (before our own fixes, unless BEFORE/AFTER say where) must apply
 on the target's ref, 3-way with each change's own parent as merge base where needed; its
-patch files are then what make export writes from that stack (one numbering over the whole
-stack); the fix's tests are the test files the change adds or changes, and their
-expectations are measured on that stack as make delta grades a fix (delta/measure.py).
-Everything is staged in scratch space and loaded as patchset.load loads a set;
-patches/<target>/ changes only at the end, in one atomic step, and only if nobody changed it
-meanwhile. The user's checkout is never changed:
-commits are fetched into no ref, trees are built in temporary indexes.
+patch files are then what make export writes from that stack (edit/patchfiles.py: one
+numbering over the whole stack, an unchanged patch's bytes kept); the fix's tests are the
+test files the change adds or changes, and their expectations are measured on that stack as
+make delta grades a fix (delta/measure.py). The new set is written by edit/write.py, the one
+writer of a set: staged, loaded and refused as make check would refuse it, then swapped in
+at the end, only if nobody changed patches/<target>/ meanwhile. The user's checkout is never
+changed: commits are fetched into no ref, trees are built in temporary indexes.
 """
 from __future__ import annotations
 
 import contextlib
 import datetime
 import re
-import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .. import atomic, patchset, scratch, series, stack
+from .. import patchset, scratch, series, stack
 from ..delta import measure as delta_measure
 from ..delta.run import Runner, SourceRunner
+from ..edit import metadata, patchfiles
+from ..edit.write import SetEdit
 from ..errors import BadInput, Conflict, Hint
 from ..git import Repo, Sha, short_ref
 from ..model import BACKPORT, Fix, PatchSet, Status, Tests, is_test_path
-from ..pr.export import without_index_lines
 from ..text.table import table
 from ..upstream import base_of, discard_clone, obtain, refuse_symlinked_paths
-from . import change as changes, metadata, patches as patch_files
+from . import change as changes, patches as patch_files
 
 _BUG = re.compile(r"^\[(?:#(\d+)|(https?://\S+?))\]")  # upstream's PR titles: [#<issue>][fix] ..., [https://nvbugs/<n>][fix] ...
 
@@ -80,11 +80,11 @@ def backport(ps: PatchSet, *, root: Path, src: Path, url: str | None = None, pr:
     if before is not None and after is not None:
         raise BadInput("say BEFORE or AFTER, not both", setting="before")
     day = today or datetime.date.today().isoformat()
-    on_disk = _files(ps.root)  # what the run starts from: refused at the end if it moved
+    edit = SetEdit(root, ps.target, f"backport {ps.target}")  # the set as the run starts from it
     with contextlib.ExitStack() as held:
         repo, cloned = obtain(ps, src, url, hold=held, command=f"backport {ps.target}")
         try:
-            return _backport(ps, repo, root, on_disk, pr, commit, before, after, day, runner)
+            return _backport(ps, repo, edit, pr, commit, before, after, day, runner)
         except BaseException:
             if cloned:
                 discard_clone(src)
@@ -92,7 +92,7 @@ def backport(ps: PatchSet, *, root: Path, src: Path, url: str | None = None, pr:
     raise AssertionError("unreachable")
 
 
-def _backport(ps: PatchSet, repo: Repo, root: Path, on_disk: dict[str, bytes], pr: str | None, commit: str | None,
+def _backport(ps: PatchSet, repo: Repo, edit: SetEdit, pr: str | None, commit: str | None,
               before: str | None, after: str | None, today: str, runner: Runner | None) -> BackportResult:
     ref, target = base_of(repo, ps)
     web = changes.web_url(ps.upstream.url)
@@ -127,29 +127,29 @@ def _backport(ps: PatchSet, repo: Repo, root: Path, on_disk: dict[str, bytes], p
             result.already = "by content: each of its patches applies in reverse"
             return result
         _refuse(repo, new, applied, ref, target, ch, mine)
-        names = _render(repo, target, applied, new, work / "stack")
-        result.stack = [(n, stack.owner(new, o.patch).id, o.status) for n, o in zip(names, applied.outcomes)]
-        series_of = {f.id: [n for n, (_n, fid, _s) in zip(names, result.stack) if fid == f.id] for f in new.fixes}
-        stage = _stage(root, ps, work / "root")
-        entry = _entry(fix, ch)
-        staged = _write_stage(stage, ps, new, names, work / "stack", series_of, entry)
+        files = patchfiles.render(repo, [o.commit for o in applied.outcomes], ps.patches, today, work / "stack")
+        result.stack = [(f.name, stack.owner(new, o.patch).id, o.status) for f, o in zip(files, applied.outcomes)]
+        series_of = {f.id: [n for n, fid, _s in result.stack if fid == f.id] for f in new.fixes}
+        meta = metadata.Meta((ps.root / patchset.METADATA).read_text(), f"patches/{ps.target}/{patchset.METADATA}")
+        meta.to_stack(ps.fixes[0].id)
+        meta.put(_entry(fix, ch))
+        for fix_id, names in series_of.items():
+            meta.set_series(fix_id, names)
+        meta.order([f.id for f in new.fixes])
+        staged = edit.stage(work, files, meta.text())
         runner = runner or SourceRunner()  # the PR's tests: fenced, or not run at all (delta_measure.expectations)
         result.expected = delta_measure.expectations(staged, staged.fix(fix.id), repo=repo, base=target, ref=ref,
                                                      runner=runner)
         if result.expected:
             result.unfenced = getattr(runner, "unfenced", "")
             result.tests_ran = "" if result.unfenced else getattr(runner, "said", "")
-        staged = _write_stage(stage, ps, new, names, work / "stack", series_of,
-                              dict(entry, expected={"source": result.expected}))
+        meta.put({"id": fix.id, "expected": {"source": result.expected}})
+        staged = edit.stage(work, files, meta.text())
         if old is not None:
             result.range_diff = _range_diff(repo, target, ps, old, applied, new, fix, bases)
-        files = _changes(ps.root, staged.root)
-        result.written = sorted(n for n, data in files.items() if data is not None)
-        result.removed = sorted(n for n, data in files.items() if data is None)
-        if files:
-            if _files(ps.root) != on_disk:
-                raise Conflict(f"patches/{ps.target} changed while backport ran; nothing written; run again")
-            atomic.write_all({ps.root / n: data for n, data in files.items()})
+        edit.verify(staged, repo, target, f"{short_ref(ref)} ({target[:12]})")
+        done = edit.commit(staged)
+        result.written, result.removed = done.written, done.removed
     return result
 
 
@@ -197,43 +197,6 @@ def _refuse(repo: Repo, ps: PatchSet, applied: series.SeriesResult, ref: str, ta
                            f"the stack first; nothing written", hint=Hint.radar(ps.target))
 
 
-def _render(repo: Repo, target: Sha, applied: series.SeriesResult, ps: PatchSet, out: Path) -> list[str]:
-    """The new stack's patch files, as make export writes them from its commits on the ref."""
-    files = repo.format_series(f"{target}..{applied.tip}", out)
-    for f in files:
-        f.write_bytes(without_index_lines(f.read_bytes()))
-    if len(files) != len(ps.patches):  # git writes no file for a commit that changes nothing
-        empty = [o.patch.name for o in applied.outcomes if o.commit and repo.changed_paths(o.commit) == []]
-        raise Conflict(f"{', '.join(empty) or 'a patch of the stack'} changes nothing on {target[:12]} once the "
-                       f"patches before it are applied; nothing written")
-    return [f.name for f in files]
-
-
-def _stage(root: Path, ps: PatchSet, dest: Path) -> Path:
-    """A copy of the target's set (and its waiver intent) to build the new one in."""
-    shutil.copytree(ps.root, dest / "patches" / ps.target)
-    waivers = root / "waivers" / f"{ps.target}.yaml"
-    if waivers.is_file():
-        (dest / "waivers").mkdir()
-        shutil.copy2(waivers, dest / "waivers" / waivers.name)
-    return dest
-
-
-def _write_stage(stage: Path, ps: PatchSet, new: PatchSet, names: list[str], rendered: Path,
-                 series_of: dict[str, list[str]], entry: dict) -> PatchSet:
-    """The staged set with the new stack's files and metadata, loaded as any set is."""
-    folder = stage / "patches" / ps.target
-    for p in ps.patches:
-        (folder / p.name).unlink(missing_ok=True)
-    for n in names:
-        shutil.copy2(rendered / n, folder / n)
-    meta = folder / patchset.METADATA
-    text = metadata.rewrite((ps.root / patchset.METADATA).read_text(), f"patches/{ps.target}/{patchset.METADATA}",
-                            first_id=ps.fixes[0].id, order=[f.id for f in new.fixes], series=series_of, entry=entry)
-    meta.write_text(text)
-    return patchset.load(stage, ps.target)
-
-
 def _entry(fix: Fix, ch: changes.Change) -> dict:
     """The fix's fields in patchset.yaml (its series is set with the others')."""
     return {"id": fix.id, "kind": BACKPORT, "title": fix.title, "bug": fix.bug, "origin": fix.origin,
@@ -259,18 +222,6 @@ def _range_diff(repo: Repo, target: Sha, old_ps: PatchSet, old: Fix, applied: se
         return f"(no range-diff: every old patch of {old.id} is already in {target[:12]})"
     old_base, old_tip = (before[-1] if before else target), mine[-1]
     return repo.range_diff(f"{old_base}..{old_tip}", f"{new_base}..{commits[at[-1]]}")
-
-
-def _files(folder: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()} if folder.is_dir() else {}
-
-
-def _changes(real: Path, staged: Path) -> dict[str, bytes | None]:
-    """{file name: new bytes, or None: removed} for patches/<target>/ to become the staged set."""
-    now, then = _files(real), _files(staged)
-    out: dict[str, bytes | None] = {n: None for n in now if n not in then}
-    out.update({n: data for n, data in then.items() if now.get(n) != data})
-    return out
 
 
 def describe(r: BackportResult) -> str:

@@ -132,9 +132,10 @@ def _dco(root, args):
 
 def _export(check_only: bool):
     def run(root, args):
+        from .. import patchset
         from ..git import Repo
         from ..pr import export as export_mod
-        ps = _set(root, args)
+        ps = patchset.load(root, args.target, filing=False)  # export files each commit by its Origin anew
         repo = Repo.open(_src(root, ps, args))
         with contextlib.nullcontext() if check_only else _locked(repo, f"export {ps.target}"):
             return export_mod.export(ps, repo, args.branch or ps.branch, check_only=check_only,

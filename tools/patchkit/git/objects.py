@@ -213,10 +213,13 @@ class ObjectsMixin:
             raise GitError(list(res.cmd), res.returncode, "", res.stderr, str(self.path))
         return res.stdout, res.returncode
 
-    def format_series(self, rev_range: str, out_dir: Path) -> list[Path]:
+    def format_series(self, rev_range: str, out_dir: Path, *, full_index: bool = False) -> list[Path]:
         """The commits of rev_range as patch files in out_dir, the same bytes for the same commits.
 
-        No commit ids (--zero-commit), no diffstat, no signature. An exported set does not
+        No commit ids (--zero-commit), no diffstat, no signature; full_index: each file's
+        index line with the whole blob ids of its two sides (what git am -3 builds its
+        fake ancestor from, in any clone: an abbreviated id depends on the repository's
+        size). An exported set does not
         depend on whoever exports it: the user's format.* and diff.* settings are overridden
         (runner.OVERRIDES), and those that config cannot reset (format.headers, format.to,
         format.cc, format.attach) are dropped by flags; each setting is named again here, as
@@ -227,7 +230,7 @@ class ObjectsMixin:
         self._run("format-patch", "-q", "--zero-commit", "--no-signature", "--no-stat", "--no-cover-letter",
                   "--no-signoff", "--subject-prefix=PATCH", "--no-add-header", "--no-to", "--no-cc", "--no-from",
                   "--no-thread", "--suffix=.patch", "--no-notes", "--no-base", "--no-attach", "--no-ext-diff",
-                  "--no-textconv", "-o", str(out_dir), rev_range)
+                  "--no-textconv", *(["--full-index"] if full_index else []), "-o", str(out_dir), rev_range)
         return sorted(set(out_dir.iterdir()) - before)
 
     def archive(self, rev: str, tar: Path, paths: Sequence[str] = ()) -> None:
