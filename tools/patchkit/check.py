@@ -82,11 +82,16 @@ class Checks(list):
 
 def check(sets: list[PatchSet], *, src: Path) -> Checks:
     """Probe each set against its ref in the checkout at src: clean / 3-way / conflict / upstream.
-    A patch without its provenance (an Origin and a status trailer) is refused before any probe."""
+    A patch without its provenance (an Origin and a status trailer), or with a DEP-3 field twice,
+    is refused before any probe (a patch filed under another fix than its Origin names is
+    refused when the set loads)."""
     lacking = [m for ps in sets for m in provenance.missing(ps)]
     if lacking:
         more = f" (and {len(lacking) - 1} more: {', '.join(m.patch.name for m in lacking[1:])})" if lacking[1:] else ""
         raise BadInput(lacking[0].one_line() + more)
+    twice = [line for ps in sets for line in provenance.twice(ps)]
+    if twice:
+        raise BadInput(twice[0] + (f" (and {len(twice) - 1} more)" if twice[1:] else ""))
     repo = Repo.open(src)
     results: list[TargetCheck] = []
     for ps in sets:

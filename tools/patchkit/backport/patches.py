@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from .. import patchcheck, progress
+from .. import patchcheck, progress, provenance
 from ..errors import BadInput, Hint
 from ..git import Repo, Sha, TreeChange
 from ..model import Patch
@@ -54,7 +54,9 @@ def render(repo: Repo, change: Change, fields: Sequence[tuple[str, str]], out_di
     tip = change.base
     for c in change.commits:
         info = repo.commit_info(c)
-        tip = repo.commit_tree(info.tree, [tip], repo.with_trailers(info.message, fields), author=info.author,
+        # The PR's own DEP-3 fields never stand beside ours (#31 item 5): removed, or quoted.
+        message = repo.with_trailers(provenance.untrusted(info.message), fields)
+        tip = repo.commit_tree(info.tree, [tip], message, author=info.author,
                                committer=info.committer, author_date=info.author_date,
                                committer_date=info.author_date)
     out = []
