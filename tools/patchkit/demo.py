@@ -50,6 +50,9 @@ class DemoResult:
     fixes: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # target -> its stack: (fix id, kind)
     ok: bool = True
     steps: list[Step] = field(default_factory=list)
+    # What to run next (result None): one table of the demo's reports (summary), the main job on
+    # real upstream (upstream); said by the CLI in the user's words, as the steps are.
+    next: list[Step] = field(default_factory=list)
     full: str = ""  # the file with every step's whole output (the CLI writes it)
 
 
@@ -107,4 +110,12 @@ def run(root: Path, workdir: Path, signoff: str | None = None) -> DemoResult:
             step("pr", "pr", pr_cmd.run(root, ps, Repo(src), report=report, out=out, signoff=signoff), *pr_settings)
         except BadInput as exc:
             step("pr", "pr", f"skipped: {exc.message}", *pr_settings)
+    result.next = next_steps(workdir, project)
     return result
+
+
+def next_steps(workdir: Path, project: Path) -> list[Step]:
+    """What the demo suggests next: one table of its reports (on its copy of the sets, which they
+    were made on), then the main job on real upstream (on the user's own sets)."""
+    return [Step("", "summary", "summary", (("reports", str(workdir)),), None, root=str(project)),
+            *(Step("main", "upstream", c, (("target", "main"),), None) for c in ("apply", "delta", "pr"))]

@@ -2,11 +2,10 @@
 and the file with every step's whole output (each command's own text module says its result)."""
 from __future__ import annotations
 
-import os
 from pathlib import Path, PurePosixPath
 
 from .text.table import table
-from .text.words import shell_word, short_ref
+from .text.words import short_ref
 
 
 def demo_full(r) -> str:
@@ -111,19 +110,10 @@ def demo_result(r) -> str:
         lines.append(f"{target:<{widths[0]}}  {kind:<{widths[1]}}  {said}  $ {st.said}")
     bodies = [f"{st.result.out_dir}/body.md" for st in r.steps if st.kind == "pr" and not isinstance(st.result, str)]
     lines += ["", table([_demo_row(r, t) for t in targets], ("target", "fixes", "apply", "delta", "waivers", "lint", "PR")), ""]
-    main = [("TRTLLM", "--target", "main")]
+    said = {kind: [st.said for st in r.next if st.kind == kind] for kind in ("summary", "upstream")}
     lines += [f"next: read each step's whole output in {r.full}" + (f"; the PR bodies: {', '.join(bodies)}" if bodies else ""),
               "next: run any step above by hand (after the $): it works on the miniature, never on GitHub",
-              f"next: one table of the demo's reports: {_said('summary', [('REPORTS', '--reports', r.workdir)], r.project)}",
-              "next: the same on real upstream: " + ", then ".join(_said(c, main) for c in ("apply", "delta", "pr"))]
+              *(f"next: one table of the demo's reports: {c}" for c in said["summary"]),
+              "next: the same on real upstream: " + ", then ".join(said["upstream"])]
     return "\n".join(lines)
 
-
-def _said(command: str, settings: list[tuple[str, str, str]], root: str = "") -> str:
-    """A command with (make variable, flag, value) settings, as make demo's user runs commands;
-    root: on the patch sets of that project (the demo's copy, which its reports were made on)."""
-    if os.environ.get("PATCHKIT_VIA_MAKE") == "1":
-        return " ".join([*([f"PATCHKIT_ROOT={shell_word(root)}"] if root else []), "make", command,
-                         *(f"{var}={shell_word(v)}" for var, _f, v in settings)])
-    return " ".join(["patchkit", *(["--root", shell_word(root)] if root else []), command,
-                     *(f"{flag} {shell_word(v)}" for _v, flag, v in settings)])

@@ -215,13 +215,20 @@ def _demo(root, args):
     from .. import atomic, demo, demo_text
     res = demo.run(root, args.workdir.resolve(), args.signoff)
     said = voice(args)  # each step as the user runs it by hand, in their vocabulary, with the demo's paths
-    for step in res.steps:
-        step.said = _on_root(said, step.root).command_line(step.command, step.settings)
-        if step.root and step.said.startswith("make "):  # make has no variable for the project: its environment does
-            step.said = f"PATCHKIT_ROOT={shell_word(step.root)} {step.said}"
+    for step in [*res.steps, *res.next]:
+        step.said = demo_said(said, step)
     res.full = str(Path(res.workdir) / "demo.txt")
     atomic.write_text(Path(res.full), demo_text.demo_full(res) + "\n")
     return res
+
+
+def demo_said(said: Voice, step) -> str:
+    """A step of the demo (or one it suggests next) as the user runs it by hand: in their
+    vocabulary, on the project whose patch sets it used."""
+    line = _on_root(said, step.root).command_line(step.command, step.settings)
+    if step.root and line.startswith("make "):  # make has no variable for the project: its environment does
+        line = f"PATCHKIT_ROOT={shell_word(step.root)} {line}"
+    return line
 
 
 def _on_root(said: Voice, root: str) -> Voice:
