@@ -1,6 +1,7 @@
 # Every target is one line: the patchkit CLI with its variables. See README.md.
 PYTHON     ?= python3
-BUILD      ?= build
+# Where make puts what it builds: the project's build/ (PATCHKIT_ROOT's, as the CLI's defaults, when set).
+BUILD      ?= $(if $(PATCHKIT_ROOT),$(PATCHKIT_ROOT)/build,build)
 TRTLLM     ?= main
 TRTLLM_SRC ?= $(BUILD)/trtllm-$(TRTLLM)
 TRTLLM_URL ?=

@@ -16,61 +16,95 @@ def make(*args, cwd=ROOT):
     return sh("make", "-s", "-C", cwd, "SETUP=", f"PATCHKIT={sys.executable} -m patchkit", *args, check=False)
 
 
+def command_under(lines: list[str], step: str) -> str:
+    """The command printed under a step's line (after `  $ `, with its ` \\` continuation lines), as printed."""
+    at = next(i for i, line in enumerate(lines) if line.startswith(step))
+    start = next(i for i in range(at + 1, len(lines)) if lines[i].startswith("  $ "))
+    end = next(i for i in range(start, len(lines)) if not lines[i].endswith(" \\"))
+    return "\n".join(lines[start:end + 1])[len("  $ "):]
+
+
 @pytest.mark.slow  # the whole demo (both sets, lint, pr): make test-slow; .ci/run also runs make test-slow
 def test_make_demo_is_a_line_per_step_then_a_table_and_next_steps(tmp_path):
     """#27 item 4: make demo printed about 340 lines (two whole PR bodies), headings that left
     out the URL and path they used (copied, they reached GitHub), and no summary or next step.
-    Now: a line per step with what it found and the command that does it by hand, a table, and
-    next steps; each step's whole output and the PR bodies in files it names (golden: its shape)."""
+    Now: a line per step with what it found and under it the command that does it by hand, a
+    table, and next steps; each step's whole output and the PR bodies in files it names (golden:
+    its shape). #31 item 13 (#34 item 6): at most 60 lines, none wider than 160 characters (its
+    lines were about 300 wide); main's pr said `patchkit pr` where every other step said `make`;
+    "1 file(s) not run here" named neither the file nor why."""
     build = tmp_path / "build"
     ours = {p: p.read_bytes() for p in sorted((ROOT / "patches").rglob("*")) if p.is_file()}
     res = make(f"BUILD={build}", "demo")
     assert res.returncode == 0, res.stderr
     lines = res.stdout.splitlines()
-    assert len(lines) <= 60, len(lines)
+    assert len(lines) <= 60 and max(map(len, lines)) <= 160, (len(lines), max(lines, key=len))
     shape = re.sub(r"\b[0-9a-f]{12}\b", "<commit>", res.stdout.replace(str(tmp_path), "<tmp>"))
     golden("demo.txt", re.sub(r"\b\d+ hooks pass\b", "<n> hooks pass", shape))  # upstream's config decides n
+    project = build / "demo" / "project"  # every step works on the demo's copy of the sets
     for target in ("main", "rc25"):  # n: what the lint report says ran
-        ran = len(json.loads((build / "demo" / f"lint-{target}.json").read_text())["ran"])
-        assert f"{target}  lint         {ran} hooks pass  $ " in res.stdout
+        ran = len(json.loads((project / "build" / "lint" / f"{target}.json").read_text())["ran"])
+        assert f"{target}  lint         {ran} hooks pass" in lines
+    # Each file not run here is named, with why (the reason its delta report gives).
+    for target in ("main", "rc25"):
+        delta = json.loads((project / "build" / "delta" / f"{target}.json").read_text())
+        said = " ".join(line.strip() for line in lines[lines.index(next(x for x in lines if x.startswith(f"{target}  delta"))):]
+                        if not line.startswith("  $ ")).split(f"{target}  lint")[0]
+        for fix in delta["fixes"]:
+            for tid, reason in fix["not_run"].items():
+                module = re.search(r"No module named '([^']+)'", reason)[1]
+                assert f"not run here: {tid.split('::')[0].rsplit('/', 1)[-1]} (it imports {module}, which this machine lacks)" \
+                    in said, said
+    assert "not run here: test_dual_pool_kv_cache.py (it imports torch" in res.stdout  # main's: the case exists
+    # Every step said through make, with make's words: main's pr too (it said `patchkit pr --out ...`).
+    steps = [line for line in lines[lines.index("") + 1:] if line[:1] not in (" ", "") and not line.startswith("target  ")]
+    steps = steps[:next(i for i, line in enumerate(steps) if line.startswith("main    "))]
+    commands = [command_under(lines, step) for step in steps if not step.endswith("(the command above, again)")]
+    assert commands and all(" make " in c.split("\n")[0] or c.startswith("make ") for c in commands), commands
+    assert all("github.com" not in c for c in commands)
     # It ends with the table and the next steps.
     table = lines.index(next(line for line in lines if line.startswith("target  fixes  ")))
     assert [line.split()[0] for line in lines[table + 1:table + 3]] == ["main", "rc25"] and lines[table + 3] == ""
-    assert all(line.startswith("next: ") for line in lines[table + 4:]) and len(lines) - table - 4 == 4
+    assert all(line.startswith(("next: ", "  ")) for line in lines[table + 4:])
+    assert sum(line.startswith("next: ") for line in lines[table + 4:]) == 3
     # The files it names hold what it left out: every step's whole output, the PR bodies.
     full = (build / "demo" / "demo.txt").read_text()
-    assert "verdict: matches the declared delta" in full and full.count("== ") == len(lines[2:table - 1])
+    assert "verdict: matches the declared delta" in full and full.count("== ") == len(steps)
     assert "1 line becomes 3:" in full and "[#19514][fix] Size the cross-attention KV cache" in full
     for target in ("main", "rc25"):
-        assert (build / "demo" / "pr" / target / "body.md").read_text().startswith("@coderabbitai summary")
+        body = project / "build" / "pr" / target / "body.md"
+        assert body.read_text().startswith("@coderabbitai summary") and str(body) in res.stdout
     # A step's command, copied, runs as printed on the miniature (its URL and paths in it).
-    waivers = next(line for line in lines if line.startswith("rc25  waivers")).split("  $ ", 1)[1]
-    assert f"TRTLLM_SRC={build}/demo/trtllm-rc25" in waivers
     env = dict(os.environ, SETUP="", PATCHKIT=f"{sys.executable} -m patchkit")
+    waivers = command_under(lines, "rc25  waivers")
+    assert waivers == f"PATCHKIT_ROOT={project} make waivers TRTLLM=rc25"
     again = subprocess.run(["bash", "-c", waivers], cwd=ROOT, env=env, text=True, capture_output=True)
     assert again.returncode == 0 and "edit: 1 line(s) of" in again.stdout, again.stderr
-    assert all("github.com" not in line.split("  $ ", 1)[1] for line in lines if "  $ " in line)
     # #26 item 7: rc25 carries PR 19450 beneath our fix, in the demo's copy of the sets, never in
-    # the project's own patches/; its backport line, copied, runs as printed (nothing moved: unchanged).
-    project = build / "demo" / "project"
+    # the project's own patches/; its backport command, copied, runs as printed (nothing moved: unchanged).
     assert {p: p.read_bytes() for p in sorted((ROOT / "patches").rglob("*")) if p.is_file()} == ours
     assert "id: \"19450\"" in (project / "patches" / "rc25" / "patchset.yaml").read_text()
-    backport = next(line for line in lines if line.startswith("rc25  backport")).split("  $ ", 1)[1]
-    assert backport.startswith(f"PATCHKIT_ROOT={project} make backport TRTLLM=rc25 ") and "PR=19450" in backport
+    backport = command_under(lines, "rc25  backport")
+    assert backport.startswith(f"PATCHKIT_ROOT={project} ") and "make backport TRTLLM=rc25 " in backport \
+        and backport.endswith("PR=19450")
     again = subprocess.run(["bash", "-c", backport], cwd=ROOT, env=env, text=True, capture_output=True)
     assert again.returncode == 0 and again.stdout.splitlines()[-1] == "patches/rc25: unchanged (nothing moved upstream)", \
         again.stdout + again.stderr
     # The PR branch carries our fix alone: no commit of the backport.
-    rc25 = build / "demo" / "trtllm-rc25"
+    rc25 = project / "build" / "trtllm-rc25"
     subjects = sh("git", "-C", rc25, "log", "--format=%s", "v1.3.0rc25..pr/rc25").stdout.splitlines()
     assert subjects and all("19514" in s or "waive" in s.lower() for s in subjects), subjects
-    # #27 item 6: make summary over the demo's folder, as its next line says (on the demo's copy of
-    # the sets, which its reports were made on: the project's own rc25 carries no fix 19450).
-    said = next(line for line in lines if line.startswith("next: one table")).split(": ", 2)[2]
-    assert said == f"PATCHKIT_ROOT={project} make summary REPORTS={build}/demo"
-    summary = subprocess.run(["bash", "-c", f"{said} BUILD={build}"], cwd=ROOT, env=env, text=True, capture_output=True)
+    # #27 item 6: make summary over the demo's reports, as its next line says, as printed (on the
+    # demo's copy of the sets, which its reports were made on: the project's own rc25 carries no
+    # fix 19450; its table lands in that project's build/, not in this one's).
+    said = command_under(lines, "next: one table")
+    assert said.replace(" \\\n      ", " ") == f"PATCHKIT_ROOT={project} make summary REPORTS={project}/build"
+    summary = subprocess.run(["bash", "-c", said], cwd=ROOT, env=env, text=True, capture_output=True)
     assert summary.returncode == 0, summary.stdout + summary.stderr
-    assert f"skipped, not reports (3): {build}/demo/trtllm-main/ (a git checkout)" in summary.stdout
+    assert "reports, all as declared; 2 skipped, not reports" in summary.stdout
+    assert (f"skipped, not reports (2): {project}/build/trtllm-main/ (a git checkout), "
+            f"{project}/build/trtllm-rc25/ (a git checkout)") in summary.stdout
+    assert (project / "build" / "summary" / "summary.md").is_file()
 
 
 def golden(name: str, text: str) -> None:

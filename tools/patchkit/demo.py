@@ -5,10 +5,10 @@ the miniature's file:// URL, so that any one of them, copied, runs on the miniat
 reaches GitHub. The CLI says each command in the user's vocabulary and prints one line per step;
 every step's whole output, and the PR bodies, go to files the summary names.
 
-rc25 carries a stack (#26): make backport carries the miniature's PR 19450 (the scheduler guard
-the #19514 fix was verified on top of) into a copy of the project's patches/ and waivers/ in
-the workdir, never into the project's own; rc25's steps then work on that copy, and say so
-(PATCHKIT_ROOT, or --root).
+Every step works on a copy of the project's patches/ and waivers/ in the workdir, never on the
+project's own, and says so (PATCHKIT_ROOT, or --root). rc25 carries a stack (#26): make backport
+carries the miniature's PR 19450 (the scheduler guard the #19514 fix was verified on top of)
+into that copy.
 """
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ class Step:
 class DemoResult:
     upstream: str
     workdir: str = ""
-    project: str = ""  # the demo's copy of patches/ and waivers/, which make backport writes into
+    project: str = ""  # the demo's copy of patches/ and waivers/, which every step works on
     fixes: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # target -> its stack: (fix id, kind)
     ok: bool = True
     steps: list[Step] = field(default_factory=list)
@@ -64,7 +64,13 @@ BACKPORT = ("rc25", "19450")
 def run(root: Path, workdir: Path, signoff: str | None = None) -> DemoResult:
     """On the miniature built under workdir, for each target: (rc25: make backport of PR 19450
     into the demo's copy of the sets) apply by partial clone, apply again, check, waivers, delta,
-    lint and pr (pr is skipped, and says why, when no sign-off identity is set)."""
+    lint and pr (pr is skipped, and says why, when no sign-off identity is set).
+
+    Every step works on the demo's copy of the sets (workdir/project), and what it makes goes
+    where the command itself puts it by default in that project (the checkout in
+    build/trtllm-<target>, the reports in build/delta/ and build/lint/, the PR in build/pr/), so
+    that each command says only what differs from its defaults: the project, the set, the
+    miniature's URL (#31 item 13: with three paths each, the demo's lines were 300 characters wide)."""
     if workdir.exists():
         shutil.rmtree(workdir)
     workdir.mkdir(parents=True)
@@ -74,48 +80,45 @@ def run(root: Path, workdir: Path, signoff: str | None = None) -> DemoResult:
     for folder in ("patches", "waivers"):
         if (root / folder).is_dir():
             shutil.copytree(root / folder, project / folder)
+    build = project / "build"
     result = DemoResult(str(mini.path), str(workdir), str(project))
     result.steps.append(Step("", "miniature", "miniature", (("dest", str(mini.path)),), mini))
-    for target in patchset.targets(root):
-        src = workdir / f"trtllm-{target}"
-        on = (("target", target), ("src", str(src)))
-        here = project if target == BACKPORT[0] else root
+    for target in patchset.targets(project):
+        src = build / f"trtllm-{target}"
 
         def step(kind: str, command: str, res: Any, *more: tuple[str, Any]) -> Any:
-            result.steps.append(Step(target, kind, command, (*on, *more) if command != "check" else more, res,
-                                     root="" if here == root else str(here)))
+            on = (("target", target),) if command != "check" else ()
+            result.steps.append(Step(target, kind, command, (*on, *more), res, root=str(project)))
             return res
 
-        if here == project:
+        if target == BACKPORT[0]:
             step("backport", "backport", backport_cmd.backport(patchset.load(project, target), root=project, src=src,
                                                                url=url, pr=BACKPORT[1]), ("url", url), ("pr", BACKPORT[1]))
-        ps = patchset.load(here, target)
+        ps = patchset.load(project, target)
         result.fixes[target] = [(f.id, f.kind) for f in ps.fixes]
-        sets = [patchset.load(here, t) for t in patchset.targets(here)]
+        sets = [patchset.load(project, t) for t in patchset.targets(project)]
         step("apply", "apply", apply_mod.apply(ps, src=src, url=url), ("url", url))
         step("apply-again", "apply", apply_mod.apply(ps, src=src, url=url), ("url", url))
         step("check", "check", check_mod.check(sets, src=src), ("src", str(src)))
         ref, _ = base_of(Repo(src), ps)
         step("waivers", "waivers", waiver_report.report(ps, Repo(src), ref))
-        report = workdir / f"delta-{ps.target}.json"
-        d = step("delta", "delta", delta_cmd.delta(ps, repo=Repo(src), mode="source", report=report),
-                 ("mode", "source"), ("report", str(report)))
+        report = build / "delta" / f"{ps.target}.json"
+        d = step("delta", "delta", delta_cmd.delta(ps, repo=Repo(src), mode="source", report=report), ("mode", "source"))
         result.ok = result.ok and d.ok
-        lint_report = workdir / f"lint-{ps.target}.json"
-        step("lint", "lint", lint_cmd.lint(ps, repo=Repo(src), report=lint_report,
-                                                    cache=lint_cmd.default_cache(root)), ("report", str(lint_report)))
-        out = workdir / "pr" / ps.target
-        pr_settings = (("report", str(report)), *((("signoff", signoff),) if signoff else ()), ("out", str(out)))
+        step("lint", "lint", lint_cmd.lint(ps, repo=Repo(src), report=build / "lint" / f"{ps.target}.json",
+                                           cache=lint_cmd.default_cache(project)))
+        pr_settings = (("signoff", signoff),) if signoff else ()
         try:
-            step("pr", "pr", pr_cmd.run(root, ps, Repo(src), report=report, out=out, signoff=signoff), *pr_settings)
+            step("pr", "pr", pr_cmd.run(project, ps, Repo(src), report=report, out=build / "pr" / ps.target,
+                                        signoff=signoff), *pr_settings)
         except BadInput as exc:
             step("pr", "pr", f"skipped: {exc.message}", *pr_settings)
-    result.next = next_steps(workdir, project)
+    result.next = next_steps(project)
     return result
 
 
-def next_steps(workdir: Path, project: Path) -> list[Step]:
+def next_steps(project: Path) -> list[Step]:
     """What the demo suggests next: one table of its reports (on its copy of the sets, which they
     were made on), then the main job on real upstream (on the user's own sets)."""
-    return [Step("", "summary", "summary", (("reports", str(workdir)),), None, root=str(project)),
+    return [Step("", "summary", "summary", (("reports", str(project / "build")),), None, root=str(project)),
             *(Step("main", "upstream", c, (("target", "main"),), None) for c in ("apply", "delta", "pr"))]

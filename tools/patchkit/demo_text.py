@@ -2,10 +2,13 @@
 and the file with every step's whole output (each command's own text module says its result)."""
 from __future__ import annotations
 
+import re
 from pathlib import Path, PurePosixPath
 
+from .delta.reportplugin import NOT_RUNNABLE
+from .delta.text import not_run_files
 from .text.table import table
-from .text.words import short_ref
+from .text.words import fold, fold_command, short_ref
 
 
 def demo_full(r) -> str:
@@ -50,8 +53,7 @@ def _demo_said(st) -> str:
             return "no line skips the set's tests; no edit"
         return f"{len(n.removed)} line(s) skip the set's tests; the edit makes them {len(n.added)}"
     if st.kind == "delta":
-        said = _fix_delta(r.fixes[0], "; {} file(s) not run here") if len(r.fixes) == 1 else "; ".join(
-            f"fix {f.id}: " + _fix_delta(f, " ({} file(s) not run here)") for f in r.fixes)
+        said = "; ".join((f"fix {f.id}: " if len(r.fixes) > 1 else "") + _fix_delta(f) for f in r.fixes)
         return f"{'matches' if r.ok else 'DOES NOT MATCH'} the declared delta: {said}"
     if st.kind == "lint":
         return f"{len(r.ran)} hooks pass" if r.ok else f"{len(r.failures)} failing hook(s)"
@@ -78,11 +80,19 @@ def _counts(c: dict) -> str:
     return ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in c.items() if n) or "nothing collected"
 
 
-def _fix_delta(f, not_run: str) -> str:
-    """A fix's section of make delta in a few words; not_run: how to say the files not run here."""
-    files = {t.split("::")[0] for t in f.not_run} | set(f.not_collected)
+def _fix_delta(f) -> str:
+    """A fix's section of make delta in a few words, with each test file not run here and why
+    (#31 item 13: "1 file(s) not run here" named neither)."""
+    why = {**{file: _why(reason) for file, reason in not_run_files(f).items()},
+           **{file: "pytest does not collect it" for file in f.not_collected}}
     return (f"{len(f.fail_to_pass)} fail->pass, {len(f.pass_to_pass)} pass->pass, {len(f.pass_to_fail)} pass->fail"
-            + (not_run.format(len(files)) if files else ""))
+            + "".join(f"; not run here: {PurePosixPath(file).name} ({w})" for file, w in sorted(why.items())))
+
+
+def _why(reason: str) -> str:
+    """Why a test file could not run here, in a few words: the module it imports that this machine lacks."""
+    missing = re.search(r"No module named '([^']+)'", reason)
+    return f"it imports {missing[1]}, which this machine lacks" if missing else reason.removeprefix(f"{NOT_RUNNABLE}: ")
 
 
 def _demo_row(r, target: str) -> list[str]:
@@ -99,21 +109,29 @@ def _demo_row(r, target: str) -> list[str]:
             f"{len(li.ran)} hooks pass" if li.ok else f"{len(li.failures)} failing", pr]
 
 
+WIDTH = 160  # no line of make demo is wider (#34 item 6), nor are there more than 60
+
+
 def demo_result(r) -> str:
-    """make demo: a line per step (what it found, and the command that does it by hand), a table,
-    and what to do next (#27 item 4: it printed about 340 lines, two whole PR bodies, and no end)."""
+    """make demo: a line per step (what it found) with the command that does it by hand below it,
+    a table, and what to do next (#27 item 4: it printed about 340 lines, two whole PR bodies,
+    and no end; #31 item 13: each step and its command on one line made lines 300 characters wide).
+    A line too long is folded: prose after a clause, a command between its words (` \\`)."""
     targets = list(dict.fromkeys(st.target for st in r.steps if st.target))
-    rows = [(st.target or "-", st.kind, _demo_said(st)) for st in r.steps]
-    widths = [max(len(x[i]) for x in rows) for i in range(2)]
-    lines = [f"make demo: the main job on the miniature upstream {Path(r.upstream).as_uri()}", ""]
-    for (target, kind, said), st in zip(rows, r.steps):
-        lines.append(f"{target:<{widths[0]}}  {kind:<{widths[1]}}  {said}  $ {st.said}")
-    bodies = [f"{st.result.out_dir}/body.md" for st in r.steps if st.kind == "pr" and not isinstance(st.result, str)]
+    widths = [max(len(x) for x in column) for column in zip(*((st.target or "-", st.kind) for st in r.steps))]
+    lines = [*fold(f"make demo: the main job on the miniature upstream {Path(r.upstream).as_uri()}", WIDTH, rest="  "),
+             "each step: what it found, then after $ the command that does it by hand (on the miniature, never on GitHub)", ""]
+    before = ""
+    for st in r.steps:
+        head = f"{st.target or '-':<{widths[0]}}  {st.kind:<{widths[1]}}  "
+        again = st.said == before  # apply again: the command of the step above
+        lines += fold(_demo_said(st) + (" (the command above, again)" if again else ""), WIDTH, head, " " * len(head))
+        lines += [] if again else fold_command(st.said, WIDTH, "  $ ", "      ")
+        before = st.said
     lines += ["", table([_demo_row(r, t) for t in targets], ("target", "fixes", "apply", "delta", "waivers", "lint", "PR")), ""]
     said = {kind: [st.said for st in r.next if st.kind == kind] for kind in ("summary", "upstream")}
-    lines += [f"next: read each step's whole output in {r.full}" + (f"; the PR bodies: {', '.join(bodies)}" if bodies else ""),
-              "next: run any step above by hand (after the $): it works on the miniature, never on GitHub",
-              *(f"next: one table of the demo's reports: {c}" for c in said["summary"]),
-              "next: the same on real upstream: " + ", then ".join(said["upstream"])]
+    lines += fold(f"next: read each step's whole output in {r.full}", WIDTH, rest="  ")
+    for command in said["summary"]:
+        lines += ["next: one table of the demo's reports:", *fold_command(command, WIDTH, "  $ ", "      ")]
+    lines += fold("next: the same on real upstream: " + ", then ".join(said["upstream"]), WIDTH, rest="  ")
     return "\n".join(lines)
-

@@ -58,9 +58,7 @@ def _graded_lines(f) -> list[str]:
              table([("fail->pass", len(f.fail_to_pass)), ("pass->pass", len(f.pass_to_pass)),
                     ("pass->fail", len(f.pass_to_fail)), ("fail->fail", len(f.fail_to_fail)),
                     ("other", len(f.other))])]
-    for file in sorted({tid.split("::")[0] for tid in f.not_run}):
-        reason = next(v for k, v in f.not_run.items() if k.split("::")[0] == file)
-        lines.append(f"not run here: {file} ({reason})")
+    lines += [f"not run here: {file} ({reason})" for file, reason in not_run_files(f).items()]
     lines += [f"not run by make delta: {file} (pytest collects test_*.py and *_test.py files)"
               for file in f.not_collected]
     lines += [f"nothing declared for {file} ({e['not_measured']}): the counts above are its measure"
@@ -71,3 +69,10 @@ def _graded_lines(f) -> list[str]:
     return lines
 
 
+def not_run_files(f) -> dict[str, str]:
+    """Each test file of a fix's section with tests that could not run here, and the first reason
+    one of them gives, by file."""
+    files: dict[str, str] = {}
+    for tid, reason in f.not_run.items():
+        files.setdefault(tid.split("::")[0], reason)
+    return dict(sorted(files.items()))

@@ -1,7 +1,9 @@
-"""Words every command's text uses: a value as one shell word, a ref as people name it."""
+"""Words every command's text uses: a value as one shell word, a ref as people name it, and long
+lines folded (prose after its clauses, a command between its shell words)."""
 from __future__ import annotations
 
 import os
+import re
 import shlex
 
 _C_ESCAPES = {"\n": "n", "\t": "t", "\r": "r", "\a": "a", "\b": "b", "\f": "f", "\v": "v"}
@@ -37,3 +39,59 @@ def short_ref(ref: str) -> str:
         if ref.startswith(prefix):
             return ref[len(prefix):]
     return ref
+
+
+
+def shell_words(line: str) -> list[str]:
+    """A shell command's words as written, quotes kept: a space inside '...', $'...' or "..."
+    (or after a backslash) does not split a word."""
+    words, word, quote, i = [], "", "", 0
+    while i < len(line):
+        c = line[i]
+        if c == "\\" and quote != "'":  # the escaped character belongs to the word
+            word, i = word + line[i:i + 2], i + 2
+            continue
+        if not quote and c == " ":
+            if word:
+                words.append(word)
+            word, i = "", i + 1
+            continue
+        if not quote and c == "$" and line[i + 1:i + 2] == "'":
+            quote, word, i = "$'", word + "$'", i + 2
+            continue
+        if not quote and c in "'\"":
+            quote = c
+        elif quote and c == quote[-1]:
+            quote = ""
+        word, i = word + c, i + 1
+    return words + ([word] if word else [])
+
+
+def fold_command(line: str, width: int, first: str = "$ ", rest: str = "    ") -> list[str]:
+    """A shell command as lines of at most width characters where its words allow: the first after
+    `first`, the others after `rest`, each but the last ending in ` \\`, broken only between
+    shell words (a quoted value stays whole), so that copied whole it runs as printed."""
+    lines: list[str] = []
+    for word in shell_words(line):
+        head = first if len(lines) == 1 else rest  # what the line being filled starts with
+        if lines and len(head) + len(lines[-1]) + len(" " + word + " \\") <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return [(rest if i else first) + text + (" \\" if i < len(lines) - 1 else "") for i, text in enumerate(lines)]
+
+
+def fold(text: str, width: int, first: str = "", rest: str = "") -> list[str]:
+    """Prose as lines of at most width characters where its words allow: the first after `first`,
+    the others after `rest`, broken after a clause ("; "), else after a part of one (", "), else
+    between words."""
+    room = width - max(len(first), len(rest))
+    pieces = [w for clause in re.split(r"(?<=; )", text)
+              for part in (re.split(r"(?<=, )", clause) if len(clause) > room else [clause])
+              for w in (re.split(r"(?<= )", part) if len(part) > room else [part])]
+    lines = [""]
+    for piece in pieces:
+        if lines[-1] and len(lines[-1]) + len(piece.rstrip()) > room:
+            lines.append("")
+        lines[-1] += piece
+    return [(rest if i else first) + text.rstrip() for i, text in enumerate(lines)]
