@@ -8,12 +8,13 @@ from __future__ import annotations
 import re
 
 from .errors import BadInput
+from .text.words import control
 
 _IDENT = re.compile(r"^\s*(?P<name>[^<>]*?)\s*<(?P<email>[^<>\s]+@[^<>\s]+)>\s*$")
 
 
 def _clean(text: str) -> bool:
-    return not any(ord(c) < 32 or c == "\x7f" for c in text)
+    return control(text) is None
 
 
 def check(name: str, email: str, source: str, setting: str | None = None) -> tuple[str, str]:

@@ -6,16 +6,18 @@ A symlink (a patch through one can write outside the tree; the image must never 
 submodule, a file made executable, a binary file, a commit message over 64 KiB, and a message
 with a line git reads as the start of a patch: git am (git mailinfo) ends the message at the
 first such line and hands the rest to git apply, so the message a reviewer reads would not be
-the one git keeps, and its tail could pass for a diff. Pure: text in, what is wrong in a few
+the one git keeps, and its tail could pass for a diff; a message with a control character (C0,
+C1, a bidi override: text.words.control), which would reach terminals and our trailers. Pure: text in, what is wrong in a few
 words out (None when nothing is); the callers name the file or the commit.
 """
 from __future__ import annotations
 
 import re
 
+from .text.words import control
+
 MAX_MESSAGE = 64 * 1024  # bytes of one commit message
 LINK, GITLINK, EXECUTABLE = "120000", "160000", "100755"
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # a tab and the line ends are text
 _C_SPACE = " \t\n\v\f\r"  # C's isspace(), which git's patchbreak() uses
 # Format-patch's separator after the message ('---' alone) and its diffstat (lines that start
 # with white space), up to the diff: what a patch file holds between its message and its diff.
@@ -44,8 +46,8 @@ def message(text: str) -> str | None:
         return f"its message is over {MAX_MESSAGE // 1024} KiB"
     if not text.split("\n", 1)[0].strip():
         return "its message has no subject"
-    if _CONTROL.search(text):
-        return "its message contains control characters"
+    if found := control(text, allow="\t\n"):  # a tab and the line ends are text
+        return f"its message contains a control character ({found})"
     line = next((ln for ln in text.split("\n") if patch_break(ln)), None)
     if line is not None:
         return f"its message has a line git reads as the start of a patch ({line[:60]!r})"

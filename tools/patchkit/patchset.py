@@ -17,6 +17,7 @@ from .model import (FIX_KINDS, OURS, TEST_DB, ChecklistAnswer, Container, FileCh
                     Status, Tests, Upstream, Variant, WaiverIntent, is_test_path)
 from .names import ref_format_ok
 from .provenance import trailers  # noqa: F401  (patchset.trailers: the one parse of a message's trailers)
+from .text.words import control
 
 METADATA = "patchset.yaml"
 _SUBJECT_PREFIX = re.compile(r"^\[PATCH[^\]]*\]\s*")
@@ -258,8 +259,8 @@ def parse_patch(path: Path) -> Patch:
     name, mail = addr.display_name, addr.addr_spec
     subject_text = " ".join(str(subject).split())
     for label, value in (("From", name + mail), ("Date", date_text), ("Subject", subject_text)):
-        if any(ord(c) < 32 or c == "\x7f" for c in value):
-            raise BadInput(f"{path.name}: {label}: contains control characters")
+        if found := control(value):
+            raise BadInput(f"{path.name}: {label}: contains a control character ({found})")
     if not _valid_date(date_text):
         raise BadInput(f"{path.name}: Date: {date_text[:60]!r} is not an RFC 2822 date")
     diff_at = re.search(r"^diff --git ", rest, re.M)

@@ -17,6 +17,8 @@ import sys
 import time
 from collections.abc import Iterator
 
+from .text.words import visible
+
 _quiet = False
 _timings: list[tuple[str, float]] | None = None
 
@@ -36,8 +38,8 @@ def enabled() -> bool:
 
 def say(message: str) -> None:
     """One progress line, when progress is shown."""
-    if enabled():
-        sys.stderr.write(f"patchkit: {message}\n")
+    if enabled():  # a step may name what a pull request named: never sent raw (#31 item 9)
+        sys.stderr.write(f"patchkit: {visible(message)}\n")
         sys.stderr.flush()
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from .errors import BadInput
+from .text.words import control
 
 MAX_BYTES = 4 * 1024 * 1024  # larger than any metadata, test-db or report file we read
 MAX_DEPTH = 64  # nesting levels; PyYAML's composer recurses and would crash far below 20,000
@@ -134,8 +135,8 @@ def string(nonempty: bool = True, one_line: bool = True) -> Check:
     def check(value: Any, key: str, where: str = "") -> str:
         if not isinstance(value, str) or (nonempty and not value.strip()):
             raise fail(where, key, "must be a non-empty string" if nonempty else "must be a string")
-        if one_line and any(ord(c) < 32 or c == "\x7f" for c in value):
-            raise fail(where, key, "must be one line without control characters")
+        if one_line and (found := control(value)):
+            raise fail(where, key, f"must be one line without control characters ({found})")
         return value
     return check
 

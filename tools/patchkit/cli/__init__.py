@@ -22,6 +22,7 @@ from . import parser
 from .commands import COMMANDS
 from .table import verdict_line, voice
 from ..text.table import as_json
+from ..text.words import visible
 
 __all__ = ["COMMANDS", "find_root", "main", "voice"]
 
@@ -61,6 +62,13 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _say(text: str, *, err: bool = False) -> None:
+    """A line (or lines) patchkit prints, on stdout or stderr: through text.words.visible, so that
+    nothing untrusted (a PR's title or files, a patch's lines, git's words about them) reaches a
+    terminal as itself (#31 item 9: a U+009B in a PR's title was printed raw by make targets)."""
+    print(visible(text), file=sys.stderr if err else sys.stdout, flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(name)s: %(message)s")
@@ -70,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     blank = parser.blank_make_value((a.make, a.options.get("action") in (None, "append"))
                                     for a in command.args if a.make) if said.via_make else None
     if blank:
-        print(f"patchkit: error: {blank}: must not be empty (see: make help)", file=sys.stderr)
+        _say(f"patchkit: error: {blank}: must not be empty (see: make help)", err=True)
         return ExitCode.USAGE
     try:
         scratch.sweep()  # what a killed run left in $TMPDIR (#17 item 9)
@@ -79,19 +87,19 @@ def main(argv: list[str] | None = None) -> int:
             filter(None, [command.text(res), *(said.hint(h) for h in getattr(res, "hints", []))]))
         try:
             if text:
-                print(text, flush=True)
+                _say(text)
         except BrokenPipeError:  # `patchkit --json targets | head`: the reader had enough; not our bug
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = command.verdict(res)
         if code == ExitCode.MISMATCH:  # a verdict, said so: make's `*** Error 1` is never the only word
-            print(f"patchkit: {verdict_line(args.command, res)}", file=sys.stderr, flush=True)
+            _say(f"patchkit: {verdict_line(args.command, res)}", err=True)
         return code
     except UserError as exc:
         if exc.details:
-            print(exc.details)
+            _say(exc.details)
         notes = "".join(f"; {n}" for n in getattr(exc, "__notes__", ()))  # e.g. a restore that failed too
         line = " ".join(f"{said.error(exc)}{notes}".splitlines())  # one line, whatever a message held
-        print(f"patchkit: error: {line}", file=sys.stderr)
+        _say(f"patchkit: error: {line}", err=True)
         return exc.code
     except CommandError as exc:
         # A tool failed where nothing more specific applies: not a bug of ours (exit 70), one
@@ -100,11 +108,11 @@ def main(argv: list[str] | None = None) -> int:
         # that does not work here.
         notes = "".join(f"; {n}" for n in getattr(exc, "__notes__", ()))
         where = f" in {exc.cwd}" if exc.cwd else ""
-        print(f"patchkit: error: {' '.join(exc.cmd[:2])} failed{where} (exit {exc.returncode}): "
-              f"{exc.first_line()}{notes}", file=sys.stderr)
+        _say(f"patchkit: error: {' '.join(exc.cmd[:2])} failed{where} (exit {exc.returncode}): "
+             f"{exc.first_line()}{notes}", err=True)
         return ExitCode.CONFLICT if is_git_error(exc) else ExitCode.TOOL_MISSING
     except KeyboardInterrupt:
-        print("patchkit: interrupted", file=sys.stderr)
+        _say("patchkit: interrupted", err=True)
         return ExitCode.INTERRUPTED
     except ImportError as exc:
         if "Failed to initialize" not in str(exc):  # GitPython's words when its `git version` at import fails
@@ -113,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         # GitPython cannot start is one line and the tool-missing code, not an internal error.
         cause = str(exc.__cause__ or exc).strip().splitlines()
         said = next((line.strip() for line in reversed(cause) if line.strip()), "no answer")
-        print(f"patchkit: error: the version control tool does not work here ({said[:200]})", file=sys.stderr)
+        _say(f"patchkit: error: the version control tool does not work here ({said[:200]})", err=True)
         return ExitCode.TOOL_MISSING
     except OSError as exc:
         # The filesystem said no (a path too long or not a directory, no permission, no space):
@@ -122,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         # Shortened only when absurd (ENAMETOOLONG bait): a real path is said whole, so it can be acted on.
         name = name if len(name) <= 1000 else name[:500] + "..." + name[-200:]
         bad_path = exc.errno in (errno.ENAMETOOLONG, errno.ENOTDIR, errno.EINVAL, errno.ELOOP, errno.EISDIR)
-        print(f"patchkit: error: {exc.strerror or exc}: {name}", file=sys.stderr)
+        _say(f"patchkit: error: {exc.strerror or exc}: {name}", err=True)
         return ExitCode.USAGE if bad_path else ExitCode.CONFLICT
     except Exception:
         return crashed()

@@ -1,10 +1,50 @@
-"""Words every command's text uses: a value as one shell word, a ref as people name it, and long
-lines folded (prose after its clauses, a command between its shell words)."""
+"""Words every command's text uses: a value as one shell word, a ref as people name it, long
+lines folded (prose after its clauses, a command between its shell words); and untrusted text
+(a pull request's title, body, author or files) as a terminal may show it, and what no value
+we keep may hold (#31 item 9)."""
 from __future__ import annotations
 
 import os
 import re
 import shlex
+import unicodedata
+
+# What no value we keep may hold, wherever it comes from (a PR's message, a patch's headers, a
+# set's YAML): C0 controls and DEL; C1 controls (U+0080-U+009F: U+009B is the 8-bit CSI, which
+# a terminal reads as the start of an escape sequence); the bidirectional overrides and
+# isolates (U+202A-U+202E, U+2066-U+2069: text that reads other than it is, CVE-2021-42574).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# What a terminal is never sent as itself: controls, format characters (bidi, zero-width, soft
+# hyphen), line and paragraph separators, and the undecodable bytes Python keeps as surrogates.
+_UNSHOWN = ("Cc", "Cf", "Zl", "Zp", "Cs")
+_SUSPECT = re.compile("[^\x20-\x7e\n\t]")  # the characters worth a look up
+
+
+def control(text: str, allow: str = "") -> str | None:
+    """The first character of text that no value we keep may hold, as 'U+009B'; None when
+    there is none. allow: those the caller keeps (a message's newlines and tabs)."""
+    found = next((m.group() for m in _CONTROL.finditer(text) if m.group() not in allow), None)
+    return None if found is None else f"U+{ord(found):04X}"
+
+
+def visible(text: str) -> str:
+    """text as a terminal may show it: newlines and tabs stay, and every character a terminal
+    would act on or not show (controls, C1 among them; bidi overrides and isolates; zero-width
+    and other format characters; line separators; undecodable bytes) becomes a visible escape,
+    \\x9b, \\u202e, as Python writes them. Everything patchkit prints goes through it (cli)."""
+    if text.isascii() and text.isprintable():
+        return text
+    return _SUSPECT.sub(_escape, text)
+
+
+def _escape(m: re.Match) -> str:
+    c = m.group()
+    if unicodedata.category(c) not in _UNSHOWN:
+        return c
+    if "\udc80" <= c <= "\udcff":  # a byte that was not UTF-8: the byte
+        return f"\\x{ord(c) - 0xdc00:02x}"
+    n = ord(c)
+    return f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}" if n < 0x10000 else f"\\U{n:08x}"
 
 _C_ESCAPES = {"\n": "n", "\t": "t", "\r": "r", "\a": "a", "\b": "b", "\f": "f", "\v": "v"}
 
