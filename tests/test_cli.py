@@ -167,6 +167,27 @@ def test_json_is_taken_after_the_command_too(capsys):
     assert code == 0 and [s["target"] for s in json.loads(out)] == sorted(p.name for p in (ROOT / "patches").iterdir())
 
 
+def test_targets_says_a_fix_without_tests_has_nothing_to_measure(capsys, tmp_path, upstream, checkout):
+    """#31 item 10: make targets printed an empty "expected delta (source): " for a backport
+    whose change touches no test file."""
+    from patchkit.backport import command
+    from helpers import push_pr
+
+    def no_tests(work):
+        with open(work / "tensorrt_llm/_torch/pyexecutor/scheduler.py", "a") as fh:
+            fh.write("\n\ndef five(x):\n    return 5 * x\n")
+        return "[None][fix] No tests"
+    push_pr(upstream, "4260", no_tests)
+    root = copy_root(tmp_path)
+    command.backport(patchset.load(root, "rc25"), root=root, src=checkout, pr="4260", today="2026-12-02")
+    code = main(["--root", str(root), "targets"])
+    out = capsys.readouterr().out.splitlines()
+    assert code == 0
+    at = out.index("rc25  fix 4260: [None][fix] No tests")
+    assert out[at + 2] == "      expected delta: nothing to measure (it changes no test file)"
+    assert not [line for line in out if line.rstrip().endswith(":")]
+
+
 def test_targets_says_what_each_set_carries(capsys):
     """#27 item 4: make targets listed ref, patches and branch, and not which fix a set carries,
     for which bug, or what delta it expects. Read from the sets on disk, as the loader reads them."""

@@ -126,6 +126,8 @@ def test_without_a_fence_backport_runs_none_of_the_prs_code_and_says_what_measur
     assert not (home / "PWNED").exists() and not (outside / "PWNED").exists() and not reached(listening)
     fix = patchset.load(root, "rc25").fix("4242")
     assert fix.expected["source"][TEST]["not_measured"] == "no sandbox here; make delta measures it"
+    assert f"expected delta (source): {TEST}: not measured (no sandbox here; make delta measures it)" in \
+        sh("make", "-s", "-C", ROOT, "SETUP=", f"PATCHKIT={sys.executable} -m patchkit --root {root}", "targets").stdout
     lines = res.stdout.splitlines()
     assert ("tests of 4242: not run: no sandbox here (bubblewrap cannot make its namespaces here (bwrap: No "
             "permissions to creating new namespace)); make delta measures them") in lines

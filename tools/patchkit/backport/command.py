@@ -143,7 +143,7 @@ def _backport(ps: PatchSet, repo: Repo, edit: SetEdit, pr: str | None, commit: s
         if result.expected:
             result.unfenced = getattr(runner, "unfenced", "")
             result.tests_ran = "" if result.unfenced else getattr(runner, "said", "")
-        meta.put({"id": fix.id, "expected": {"source": result.expected}})
+        meta.put({"id": fix.id, "expected": {"source": result.expected} if result.expected else {}})
         staged = edit.stage(work, files, meta.text())
         if old is not None:
             result.range_diff = _range_diff(repo, target, ps, old, applied, new, fix, bases)
