@@ -166,7 +166,7 @@ def test_no_import_circles():
 CLI = ("patchkit.cli", "patchkit.__main__", "patchkit.render")
 # The ground floor: used by every room, using none of them.
 GROUND = ("patchkit.errors", "patchkit.proc", "patchkit.schema", "patchkit.lock", "patchkit.progress",
-          "patchkit.atomic", "patchkit.scratch", "patchkit.text")
+          "patchkit.atomic", "patchkit.scratch", "patchkit.text", "patchkit.pyimports")
 
 
 def on_floor(module: str, floor: tuple[str, ...]) -> bool:

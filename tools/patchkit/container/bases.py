@@ -16,13 +16,12 @@ stand-ins are generated from the tree's imports, so they follow the miniature as
 """
 from __future__ import annotations
 
-import ast
 import os
 import shutil
 import sys
 from pathlib import Path, PurePosixPath
 
-from .. import proc
+from .. import proc, pyimports
 from . import runtime
 
 BUSYBOX = Path("/bin/busybox")
@@ -69,41 +68,25 @@ def __getattr__(name):
 '''
 
 
-def imported_modules(tree: Path) -> set[str]:
-    """Every absolute module name that a .py file under tree imports (relative imports resolved)."""
-    names: set[str] = set()
-    for f in tree.rglob("*.py"):
-        try:
-            mod = ast.parse(f.read_text(encoding="utf-8"))
-        except (SyntaxError, UnicodeDecodeError):
-            continue
-        pkg = list(f.relative_to(tree).parts[:-1])  # the package a relative import starts from
-        for node in ast.walk(mod):
-            if isinstance(node, ast.Import):
-                names |= {a.name for a in node.names}
-            elif isinstance(node, ast.ImportFrom):
-                keep = len(pkg) - (node.level - 1) if node.level else 0
-                if keep < 0:
-                    continue  # beyond the top: not importable anyway
-                base = pkg[:keep]
-                full = ".".join([*base, *(node.module.split(".") if node.module else [])])
-                if full:
-                    names.add(full)
-    return names
-
-
 def stand_ins(tree: Path) -> dict[str, str]:
-    """Files (path relative to site-packages -> text) for the modules tree imports and does not have."""
+    """Files (path relative to site-packages -> text) for the modules tree imports and does not
+    have, where the release has them (site-packages, the tree's top): a module the tree holds
+    under a folder of its own (a test helper, upstream's tests/integration/defs imported by
+    tests/unittest/conftest.py) is the tree's, and gets none (#31 item 15: a stand-in for it in
+    site-packages would come first on sys.path and hide the real one)."""
+    paths = [f.relative_to(tree).as_posix() for f in tree.rglob("*") if f.is_file() and ".git" not in f.parts]
+    held = pyimports.Tree(paths)
     missing = set()
-    for name in imported_modules(tree):
-        top = name.split(".")[0]
-        if top in sys.stdlib_module_names or top in HAVE:
+    for rel in (f for f in paths if f.endswith(".py")):
+        try:
+            text = (tree / rel).read_text(encoding="utf-8")
+        except UnicodeDecodeError:
             continue
-        parts = name.split(".")
-        for i in range(1, len(parts) + 1):
-            rel = PurePosixPath(*parts[:i])
-            if not ((tree / rel).with_suffix(".py").is_file() or (tree / rel / "__init__.py").is_file()):
-                missing.add(".".join(parts[:i]))
+        for imp in pyimports.imports(text, PurePosixPath(rel).parts[:-1]):
+            top = imp.module.split(".")[0]
+            if top in sys.stdlib_module_names or top in HAVE or held.root(rel, imp) not in ("", None):
+                continue
+            missing |= set(held.missing(rel, imp))
     files = {}
     for name in sorted(missing):
         parts = name.split(".")

@@ -45,7 +45,8 @@ def run_fixes(ps: PatchSet, repo: Repo, base: Sha, ref: str, mode: str, fixes: l
     fixes = list(fixes)
     not_run: dict[str, str] = {}
     wanted = sorted({t for f in fixes for t in f.tests.all})
-    paths = trees.existing_paths(repo, base, ps, sorted(set(ps.touched_paths) | set(wanted)))
+    paths = trees.existing_paths(repo, base, ps, sorted(set(ps.touched_paths) | set(wanted)),
+                                 conftests=mode == "container")
     if mode == "container":  # the image's installed package is under test, not a copy in the tree
         paths = [p for p in paths if PurePosixPath(p).parts[0] != ps.container.package]
     tests = {f.id: [t for t in f.tests.all if t in paths and collects(t)] for f in fixes}

@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from .. import scratch, series, stack
+from .. import pyimports, scratch, series, stack
 from ..errors import BadInput
 from ..git import Repo, Sha
-from ..model import Fix, PatchSet
+from ..model import Fix, PatchSet, is_test_path
 
 
 @dataclass(frozen=True)
@@ -76,16 +76,29 @@ def archive(repo: Repo, commit: str, dest: Path, paths: list[str] | None) -> Non
                 raise BadInput(f"{commit[:12]}: {exc}; refusing to lay it out for the delta's tests") from None
 
 
-def existing_paths(repo: Repo, base: str, ps: PatchSet, paths: list[str]) -> list[str]:
-    """The paths to archive: the given ones and the pytest configuration on their way, as far
-    as they exist after the series (git archive refuses a pathspec that matches nothing)."""
+def existing_paths(repo: Repo, base: str, ps: PatchSet, paths: list[str], *, conftests: bool = False) -> list[str]:
+    """The paths to archive: the given ones, the pytest configuration on their way, and the
+    modules of the tree that the test files (and with conftests, the conftest.py files: pytest
+    imports them in container mode; source mode runs --noconftest) import, followed through
+    what those import, as far as they exist after the series (git archive refuses a pathspec
+    that matches nothing)."""
     wanted = set(paths)
     for t in paths:  # the conftest.py and pytest.ini that pytest would read on the way to a test
         parts = PurePosixPath(t).parts
         wanted |= {"/".join(parts[:i] + (f,)) for i in range(len(parts)) for f in ("conftest.py", "pytest.ini")}
-    at_base = {name for _m, _t, name in repo.ls_tree(base, "", recursive=True) if name in wanted}
+    tree = pyimports.Tree(name for _m, typ, name in repo.ls_tree(base, "", recursive=True) if typ == "blob")
+    at_base = wanted & tree.files
+    # #31 item 15: upstream's tests/unittest/conftest.py puts tests/ on sys.path and imports
+    # integration.defs.test_list_parser; the tree held only the tests and their conftest.py, so
+    # collection failed in a release image (which installs no tests). Modules are looked for
+    # under the tests' folders, never at the tree's top (the package there is the image's).
+    read = lambda path: (repo.show_file(base, path) or b"").decode("utf-8", "replace")  # noqa: E731
+    given = set(paths)
+    importers = [p for p in sorted(at_base) if (p in given and is_test_path(p))
+                 or (conftests and PurePosixPath(p).name == "conftest.py")]
+    imported = pyimports.closure(tree, importers, read)
     added = {fc.path for p in ps.patches for fc in p.files if fc.added}
-    return sorted(at_base | (added & set(paths)))
+    return sorted(at_base | imported | (added & set(paths)))
 
 
 def source_modules(ps: PatchSet) -> list[str]:
