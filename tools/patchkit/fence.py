@@ -90,10 +90,13 @@ def _hidden() -> list[str]:
 
 
 def _readable(hidden: Sequence[str]) -> list[str]:
-    """What the test run reads, bound back where it is hidden: the interpreter and every folder
-    of its sys.path (the package's plugins among them), never a place that holds a hidden one."""
+    """What the test run reads, bound back where it is hidden: the interpreter and the folders
+    of its sys.path (the package's plugins among them) but the one python -m puts first, the
+    folder it was started in (a project under your home is not the test run's business); never a
+    place that holds a hidden one."""
+    started_in = sys.path[:1] if sys.path and sys.path[0] in ("", os.getcwd()) else []
     paths = [sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable)),
-             str(Path(__file__).resolve().parents[1]), *sys.path]
+             str(Path(__file__).resolve().parents[1]), *(p for p in sys.path if p not in started_in)]
     out: list[str] = []
     for p in paths:
         real = _real(p)
