@@ -39,11 +39,14 @@ class Hint:
     `report`, ...); True turns a switch on; False leaves the setting out (its default);
     None means "the user chooses another value".
     also: another way out that is not a setting (e.g. git config), said as is.
+    first: what must run before it, in order, chained with && so that the line runs as printed
+    (make delta before make pr): another Hint, or a command said as is (git -C <checkout> ...).
     """
 
     command: str | None = None
     settings: tuple[tuple[str, object], ...] = ()
     also: str = ""
+    first: tuple["Hint | str", ...] = ()
 
     @staticmethod
     def run(command: str | None, **settings: object) -> "Hint":

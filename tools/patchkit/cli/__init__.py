@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     progress.set_quiet(args.quiet)
     said = voice(args)
     command = COMMANDS[args.command]
-    blank = parser.blank_make_value((a.make, a.options.get("action") in (None, "append"))
+    blank = parser.blank_make_value((a.make, a.options.get("action") in (None, "append") and a.options.get("nargs") != "?")
                                     for a in command.args if a.make) if said.via_make else None
     if blank:
         _say(f"patchkit: error: {blank}: must not be empty (see: make help)", err=True)
@@ -97,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         if exc.details:
             _say(exc.details)
+        for more in exc.more:  # further ways on (make radar; how to give up a git am session)
+            _say(said.hint(more))
         notes = "".join(f"; {n}" for n in getattr(exc, "__notes__", ()))  # e.g. a restore that failed too
         line = " ".join(f"{said.error(exc)}{notes}".splitlines())  # one line, whatever a message held
         _say(f"patchkit: error: {line}", err=True)

@@ -67,7 +67,9 @@ class Voice:
             # "choose another" a value the user gave; "set" one they did not (FORK, SIGNOFF)
             verb = "choose another" if any(self.given.get(k) not in (None, False, "") for k, _ in h.settings) else "set"
             return f"{verb} {', '.join(self.name(k) for k, _ in h.settings)}" + (f" {h.also}" if h.also else "")
-        return f"run: {self.command_line(h.command or self.command, h.settings)}" + (f" ({h.also})" if h.also else "")
+        chain = [f if isinstance(f, str) else self.command_line(f.command or self.command, f.settings) for f in h.first]
+        line = " && ".join([*chain, self.command_line(h.command or self.command, h.settings)])
+        return f"run: {line}" + (f" ({h.also})" if h.also else "")
 
     def error(self, exc: UserError) -> str:
         """The one line for a UserError: the setting it is about, the facts, what to do next."""
