@@ -76,7 +76,7 @@ test-slow: $(TEST_SETUP) ; $(PYTEST) -q -n 2 --dist loadscope -m 'slow or exhaus
 $(VENV)/.docs-installed: $(SETUP)
 	$(VENV)/bin/pip install -q --disable-pip-version-check -e '.[docs]' && touch $@
 docs: $(VENV)/.docs-installed ; $(VENV)/bin/mkdocs build --strict --quiet --site-dir "$$BUILD/site" ## build docs/ into $(BUILD)/site with MkDocs, any warning an error (BUILD)
-apply: $(SETUP) ; $(PATCHKIT) apply --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,TRTLLM_URL,--url) $(if $(THREEWAY),--threeway) ## apply the series as commits on overlay/<set>, all or nothing (TRTLLM, TRTLLM_SRC, TRTLLM_URL, THREEWAY)
+apply: $(SETUP) ; $(PATCHKIT) apply --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,TRTLLM_URL,--url) $(if $(THREEWAY),--threeway="$$THREEWAY") ## apply the series as commits on overlay/<set>, all or nothing; THREEWAY=keep leaves a conflict to resolve by hand (TRTLLM, TRTLLM_SRC, TRTLLM_URL, THREEWAY)
 unapply: $(SETUP) ; $(PATCHKIT) unapply --target="$$TRTLLM" --src="$$TRTLLM_SRC" ## return the checkout to where it was before apply (TRTLLM, TRTLLM_SRC)
 check: $(SETUP) ; $(PATCHKIT) check --src="$$TRTLLM_SRC" ## how every patch set applies to a checkout, changing nothing (TRTLLM_SRC)
 radar: $(SETUP) ; $(PATCHKIT) radar --target="$$TRTLLM" --src="$$TRTLLM_SRC" --out="$$BUILD/radar" $(call given,TRTLLM_URL,--url) $(call given,SINCE,--since) $(call given,UNTIL,--until) $(call given,FIXID,--fix-id) ## since which upstream commit each fix of the set breaks, is already upstream or is fixed upstream; exit 1 when a status changed (TRTLLM, SINCE, UNTIL, FIXID, TRTLLM_SRC, TRTLLM_URL, BUILD)

@@ -18,6 +18,9 @@ STATE_SCHEMA = S.record({
     "set_hash": S.string(), "previous_symbolic": S.optional(S.string()), "previous_head": S.optional(S.string()),
 }, unknown=True)
 APPLYING, APPLIED, UNAPPLYING = "applying", "applied", "unapplying"
+# make apply THREEWAY=keep left a git am -3 session for the user (amsession.py); the record's
+# tip is the branch as apply made it, before the session's commits.
+RESOLVING = "resolving"
 
 # What became of the set's branch since apply left it at the record's tip.
 SAME, SIGNED, ON_TOP, REWRITTEN = "same", "signed off", "commits on top", "rewritten"
@@ -28,7 +31,7 @@ def read_state(repo: Repo, target: str, notes: list[str] | None = None) -> dict 
     st = state.read(repo, target, STATE_SCHEMA)
     if st is None and notes is not None:
         st = _adopt(repo, target, notes)
-    if st is not None and st["phase"] not in (APPLYING, APPLIED, UNAPPLYING):
+    if st is not None and st["phase"] not in (APPLYING, APPLIED, UNAPPLYING, RESOLVING):
         raise Conflict(f"{state.path(repo, target)}: unknown phase {st['phase'][:40]!r}; remove the file, then run again")
     return st
 

@@ -6,10 +6,11 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import applied, lock, series, state
-from .applied import APPLIED, APPLYING, SAME, SIGNED, UNAPPLYING, read_state
+from . import amsession, applied, lock, series, state
+from .amsession import KEEP
+from .applied import APPLIED, APPLYING, ON_TOP, RESOLVING, SAME, SIGNED, UNAPPLYING, read_state
 from .delta import upstreamfix
-from .errors import Conflict, Hint, NotFound
+from .errors import Conflict, Hint, NotFound, UserError
 from .git import GitError, Repo, Sha, short_ref
 from .model import PatchSet
 from .transaction import require_clean, transaction
@@ -32,10 +33,18 @@ class ApplyResult:
     outcomes: list[series.Outcome] = field(default_factory=list)
     waiver: Narrowing | None = None
     notes: list[str] = field(default_factory=list)  # what was found and dealt with on the way
+    waiver_commit: str = ""  # the computed waiver commit apply added on top of the series ("": none)
+    rebuilt: str = ""  # the tip of apply's own earlier branch that this apply replaced ("": none)
+    session: amsession.Session | None = None  # THREEWAY=keep: the git am -3 session left to resolve
+
+    @property
+    def hints(self) -> list[Hint]:
+        return list(self.session.hints) if self.session else []
 
 
-def apply(ps: PatchSet, *, src: Path, url: str | None = None, threeway: bool = False) -> ApplyResult:
-    """Apply ps to the checkout at src (cloning it first when missing); raise on any conflict."""
+def apply(ps: PatchSet, *, src: Path, url: str | None = None, threeway: bool | str = False) -> ApplyResult:
+    """Apply ps to the checkout at src (cloning it first when missing); raise on any conflict,
+    except with threeway=KEEP: a conflict is then left as a git am -3 session (amsession.py)."""
     with contextlib.ExitStack() as held:
         repo, cloned = obtain(ps, src, url, hold=held, command=f"apply {ps.target}")
         try:
@@ -57,13 +66,16 @@ def _go(repo: Repo, st: dict, rev: str) -> None:
     half-written tracked files and new files of the series not yet tracked.
 
     Only what git was doing for us is overwritten or removed: changed files must be ones the
-    previous HEAD and the series' tip disagree on, and an untracked file is removed only
-    when it holds exactly the series' content. Anything else is the user's and stops us."""
+    previous HEAD and the series' tip disagree on (or, for a rebuild, the tip it replaced), and
+    an untracked file is removed only when it holds exactly the series' content. Anything else
+    is the user's and stops us."""
     lock_file = repo.git_path("index.lock")
     if lock_file.exists():
         lock_file.unlink()
     previous, tip = st["previous_head"], st["tip"]
     ours = set(repo.changed_paths(previous, tip)) if previous else set()
+    if st.get("replaces"):
+        ours |= set(repo.changed_paths(st["replaces"], tip))
     dirty = repo.is_dirty()
     theirs = [p for p in dirty if p not in ours]
     if theirs:
@@ -87,15 +99,26 @@ def recover(repo: Repo, st: dict, notes: list[str] | None = None) -> str:
     Intent is recorded before any ref moves, so a state file in phase 'applying' or
     'unapplying' means a kill happened between there and the end. Apply is finished when
     it got as far as checking the branch out; otherwise, and for unapply, the checkout goes
-    back to where the user was before apply and the branch is dropped.
+    back to where the user was before apply and the branch is dropped. A rebuild of apply's
+    own branch that did not get that far goes back to the apply it replaced; a git am -3
+    session (THREEWAY=keep) that was not yet handed over is given up, never half kept.
     """
     notes = notes if notes is not None else []
     branch_ref = f"refs/heads/{st['branch']}"
+    if st["phase"] == APPLYING and st.get("keep") and repo.am_in_progress():
+        repo.am_abort()
     head_ref, tip = repo.symbolic_head(), repo.rev_parse(branch_ref)
-    if st["phase"] == APPLYING and head_ref == branch_ref and tip == st["tip"]:
+    if st["phase"] == APPLYING and not st.get("keep") and head_ref == branch_ref and tip == st["tip"]:
         _go(repo, st, st["branch"])
         state.write(repo, st["target"], dict(st, phase=APPLIED))
         return "finished"
+    if st["phase"] == APPLYING and st.get("before") and tip in (st["tip"], st["replaces"]):
+        if tip != st["replaces"]:
+            repo.update_ref(branch_ref, Sha(st["replaces"]), tip, f"patchkit: undo the rebuild of {st['branch']}")
+        back = st["head_before"]
+        _go(repo, st, short_ref(back) if back.startswith("refs/") else back)
+        state.write(repo, st["target"], st["before"])
+        return "undone"
     rev = applied.destination(repo, st, notes)
     if rev is not None:
         _go(repo, st, rev)
@@ -121,14 +144,25 @@ def _drop_branch(repo: Repo, st: dict, tip: Sha, notes: list[str]) -> None:
                      f"which held it as apply made it")
 
 
-def _apply(ps: PatchSet, repo: Repo, cloned: bool, threeway: bool, url: str | None = None) -> ApplyResult:
-    notes: list[str] = []
+def _state_of_apply(ps: PatchSet, repo: Repo, notes: list[str], doing: str) -> dict | None:
+    """This worktree's record of the set's apply, once an interrupted apply or unapply is
+    finished or undone; Conflict while the git am session THREEWAY=keep left is under way."""
     st = read_state(repo, ps.target, notes)
     if st is not None:
         applied.revive(repo, st, notes)
-    if st is not None and st["phase"] != APPLIED:
+        if st["phase"] == RESOLVING:
+            amsession.refuse_in_progress(repo, ps.target, st["branch"], doing)
+    if st is not None and st["phase"] not in (APPLIED, RESOLVING):
         recover(repo, st, notes)
         st = read_state(repo, ps.target)
+    return st
+
+
+def _apply(ps: PatchSet, repo: Repo, cloned: bool, threeway: bool | str, url: str | None = None) -> ApplyResult:
+    notes: list[str] = []
+    st = _state_of_apply(ps, repo, notes, "apply")
+    if threeway == KEEP:
+        amsession.require_identity(repo)
     require_clean(repo)
     base_ref, base = base_of(repo, ps, url)
     branch_ref = f"refs/heads/{ps.branch}"
@@ -146,29 +180,12 @@ def _apply(ps: PatchSet, repo: Repo, cloned: bool, threeway: bool, url: str | No
     result = ApplyResult(ps.target, str(repo.path), ps.branch, base_ref, base, existing or base, cloned, False,
                          notes=notes)
     if existing:
-        kind = applied.since_apply(repo, st, existing) if st else None
-        if kind not in (None, SAME, SIGNED):
-            raise applied.changed_since(repo, st, existing, kind)
-        if st and st["base"] == base and st["set_hash"] == ps.content_hash:
-            if repo.symbolic_head() == branch_ref:
-                result.already_applied = True
-                return result
-            # Built before, but the user has checked out something else since: check it out again.
-            with transaction(repo):
-                refuse_untracked(repo, existing)
-                _checkout(repo, ps.branch)
-            result.already_applied = result.checked_out_again = True
+        if _already(ps, repo, st, existing, base, result):
             return result
-        if st:
-            raise Conflict(f"branch {ps.branch} already exists and was built from another version of the patch "
-                           f"set or another base", hint=Hint("unapply", also="or delete the branch; then apply again"))
-        # Not ours: unapply refuses it too, so the way out is to move the user's branch aside.
-        keep = repo.user_command("branch", "-m", ps.branch, f"{ps.branch}-mine")
-        raise Conflict(f"branch {ps.branch} already exists and was not made by apply",
-                       hint=Hint(None, also=f"after keeping your branch under another name: {keep}"))
+        result.rebuilt = existing
     refuse_symlinked_paths(repo, base, ps)
 
-    res = series.apply_series(repo, base, ps.patches, threeway=threeway, committer=repo.identity(),
+    res = series.apply_series(repo, base, ps.patches, threeway=bool(threeway), committer=repo.identity(),
                               extra=lambda tb: waiver_edit.apply_to(tb, ps), merge_bases=[ps.upstream.recorded_base],
                               announce="applying")
     fix = upstreamfix.probe(ps, repo, base, res.outcomes) if upstreamfix.needs_probe(res.outcomes) else None
@@ -176,28 +193,125 @@ def _apply(ps: PatchSet, repo: Repo, cloned: bool, threeway: bool, url: str | No
         # Our fix must not be stacked on upstream's, not even by a clean 3-way merge.
         raise Conflict(f"{ps.target}: {fix.summary()}; nothing applied; {fix.advice()}",
                        details=series.drift_report(res.outcomes), hint=Hint.radar(ps.target))
+    result.outcomes = res.outcomes
+    if not res.ok and threeway == KEEP:
+        first = len(res.outcomes) - 1  # the patch that conflicts: the session starts there
+        with amsession.patch_files(ps, repo, base, first) as (files, written):
+            result.session = _install(ps, repo, st, result, res.tip, keep=(files, [p.name for p in ps.patches[first:]],
+                                                                             written))
+        return result
     try:
-        res.raise_on_conflict(hint=Hint.radar(ps.target) if threeway else Hint.run(None, threeway=True),
+        res.raise_on_conflict(hint=Hint.run(None, threeway=KEEP) if threeway else Hint.run(None, threeway=True),
                               note=fix.summary() if fix is not None else "")
     except Conflict as exc:
-        exc.more = () if threeway else (Hint.radar(ps.target),)
+        exc.more = (Hint.radar(ps.target),)
         raise
-    result.outcomes, result.tip, result.waiver = res.outcomes, res.tip, res.extra
-    refuse_untracked(repo, res.tip)
+    result.waiver = res.extra
+    if res.extra is not None and res.extra.changed:
+        result.waiver_commit = res.tip
+    _install(ps, repo, st, result, res.tip)
+    return result
 
+
+def _already(ps: PatchSet, repo: Repo, st: dict | None, existing: Sha, base: Sha, result: ApplyResult) -> bool:
+    """The set's branch is there already. True: it is this very apply (checked out again when
+    the user has left it). False: apply's own, from another base or version of the set, and
+    untouched since (or the git am session's, resolved and exported): it is rebuilt. Conflict
+    when it holds anything of the user's, naming it and how to keep it."""
+    if st is None:
+        # Not ours: unapply refuses it too, so the way out is to move the user's branch aside.
+        keep = repo.user_command("branch", "-m", ps.branch, f"{ps.branch}-mine")
+        raise Conflict(f"branch {ps.branch} already exists and was not made by apply",
+                       hint=Hint(None, also=f"after keeping your branch under another name: {keep}"))
+    kind = applied.since_apply(repo, st, existing)
+    if st["phase"] == RESOLVING and kind == ON_TOP:
+        refuse_unexported(ps, repo, st, existing, "apply")
+        return False
+    if kind not in (SAME, SIGNED):
+        raise applied.changed_since(repo, st, existing, kind)
+    if st["phase"] != APPLIED or st["base"] != base or st["set_hash"] != ps.content_hash:
+        return False
+    result.already_applied = True
+    if repo.symbolic_head() != f"refs/heads/{ps.branch}":
+        # Built before, but the user has checked out something else since: check it out again.
+        with transaction(repo):
+            refuse_untracked(repo, existing)
+            _checkout(repo, ps.branch)
+        result.checked_out_again = True
+    return True
+
+
+def refuse_unexported(ps: PatchSet, repo: Repo, st: dict, tip: Sha, doing: str) -> None:
+    """The git am session THREEWAY=keep left was finished: its commits are on the branch. They
+    may go (apply rebuilds the branch, unapply drops it) once make export has written them
+    into patches/<set>; Conflict until then."""
+    from .pr import export as export_mod  # export's own comparison, as make check-export makes it
+    try:
+        exported = export_mod.export(ps, repo, st["branch"], check_only=True).up_to_date
+    except UserError:
+        exported = False
+    if exported:
+        return
+    keep = repo.user_command("branch", "-m", st["branch"], f"{st['branch']}-mine")
+    added = repo.commits(f"{st['tip']}..{tip}")
+    raise Conflict(f"branch {st['branch']} holds the series as resolved in the git am session make apply left "
+                   f"({len(added)} commit(s) on top of what apply made), and patches/{ps.target} does not have it "
+                   f"yet; {doing} would lose it (or keep the branch under another name: {keep})",
+                   hint=Hint("export", (("target", ps.target),), "it writes the resolved series into the set"))
+
+
+def _install(ps: PatchSet, repo: Repo, st: dict | None, result: ApplyResult, tip: Sha,
+             keep: tuple[list[Path], list[str], Sha] | None = None) -> amsession.Session | None:
+    """The branch at tip, checked out, in one transaction: the record first (a kill is
+    finished or undone by the next run), apply's own earlier branch replaced. keep: (the patch
+    files, their names, where they were made): git am -3 of them is left at its conflict."""
+    branch_ref = f"refs/heads/{ps.branch}"
+    refuse_untracked(repo, tip)
+    replacing = Sha(result.rebuilt) if result.rebuilt else None
     with transaction(repo, creates=[branch_ref]) as snap:
         # Intent first, atomically: a kill after this line is finished or undone by the next run.
-        record = {"phase": APPLYING, "target": ps.target, "branch": ps.branch, "base": base, "tip": res.tip,
+        record = {"phase": APPLYING, "target": ps.target, "branch": ps.branch, "base": result.base, "tip": tip,
                   "set_hash": ps.content_hash, "previous_symbolic": snap.symbolic_head, "previous_head": snap.head}
+        if replacing and st is not None:  # the way back is still where the user was before the first apply
+            record.update(previous_symbolic=st["previous_symbolic"], previous_head=st["previous_head"],
+                          replaces=replacing, before=st, head_before=snap.symbolic_head or snap.head)
+        if keep is not None:
+            record["keep"] = True
         state.write(repo, ps.target, record)
+        session = None
         try:
-            repo.update_ref(branch_ref, res.tip, None, f"patchkit: apply {ps.target}")
+            if replacing and snap.symbolic_head == branch_ref:
+                _checkout(repo, tip)  # the files follow first (detached), then the branch moves under them
+            repo.update_ref(branch_ref, tip, replacing, f"patchkit: apply {ps.target}")
             _checkout(repo, ps.branch)
-            state.write(repo, ps.target, dict(record, phase=APPLIED))
+            if keep is not None:
+                session = amsession.start(repo, keep[0], keep[1], keep[2])
+                if session is None:  # git's 3-way merged what ours could not: the series is applied
+                    record["tip"] = _with_waiver(ps, repo, result)
+            state.write(repo, ps.target, dict(record, phase=RESOLVING if session else APPLIED))
         except BaseException:
-            state.remove(repo, ps.target)
+            if keep is not None and repo.am_in_progress():
+                repo.am_abort()
+            if replacing and st is not None:
+                state.write(repo, ps.target, st)
+            else:
+                state.remove(repo, ps.target)
             raise
-    return result
+    result.tip = record["tip"]
+    return session
+
+
+def _with_waiver(ps: PatchSet, repo: Repo, result: ApplyResult) -> Sha:
+    """The git am -3 session applied the whole series on the checked-out branch: the waiver commit on top,
+    as apply makes it; the branch's new tip."""
+    head = repo.head()
+    res = series.apply_series(repo, head, [], committer=repo.identity(), extra=lambda tb: waiver_edit.apply_to(tb, ps))
+    result.waiver = res.extra
+    if res.tip != head:
+        repo.update_ref(f"refs/heads/{ps.branch}", res.tip, head, f"patchkit: apply {ps.target}")
+        repo.reset_hard()
+        result.waiver_commit = res.tip
+    return res.tip
 
 
 def refuse_untracked(repo: Repo, tip: str) -> None:
@@ -263,20 +377,16 @@ def unapply(ps: PatchSet, *, src: Path) -> UnapplyResult:
     repo = Repo.open(src)
     with lock.hold(repo.common_path(lock.NAME), f"unapply {ps.target}", str(src)):
         notes: list[str] = []
-        st = read_state(repo, ps.target, notes)
-        if not st:
+        if not read_state(repo, ps.target, notes):
             there = repo.checked_out_elsewhere().get(f"refs/heads/{ps.branch}")
             if there:  # applied in another worktree of the repository: its record is there
                 raise NotFound(f"{ps.target} was not applied to {src} by apply; nothing to unapply here: its branch "
                                f"{ps.branch} is checked out in {there}", hint=Hint.run(None, src=str(there)))
             raise NotFound(f"{ps.target} was not applied to {src} by apply; nothing to unapply")
-        applied.revive(repo, st, notes)
-        if st["phase"] != APPLIED:
-            recover(repo, st, notes)  # finishes an interrupted apply, or undoes it
-            st = read_state(repo, ps.target)
-            if not st:
-                return UnapplyResult(ps.target, str(repo.path), ps.branch, _previous_name(repo), notes=notes)
-        return _unapply(repo, st, notes)
+        st = _state_of_apply(ps, repo, notes, "unapply")  # finishes an interrupted apply, or undoes it
+        if not st:
+            return UnapplyResult(ps.target, str(repo.path), ps.branch, _previous_name(repo), notes=notes)
+        return _unapply(ps, repo, st, notes)
 
 
 def _previous_name(repo: Repo) -> str:
@@ -284,13 +394,15 @@ def _previous_name(repo: Repo) -> str:
     return short_ref(head) if head else (repo.head() or "")
 
 
-def _unapply(repo: Repo, st: dict, notes: list[str]) -> UnapplyResult:
+def _unapply(ps: PatchSet, repo: Repo, st: dict, notes: list[str]) -> UnapplyResult:
     branch_ref = f"refs/heads/{st['branch']}"
     tip = repo.rev_parse(branch_ref)
     applied.refuse_if_elsewhere(repo, st["branch"], "unapply")
     if tip is None:
         notes.append(f"branch {st['branch']} was already gone")
-    elif (kind := applied.since_apply(repo, st, tip)) not in (SAME, SIGNED):
+    elif (kind := applied.since_apply(repo, st, tip)) == ON_TOP and st["phase"] == RESOLVING:
+        refuse_unexported(ps, repo, st, tip, "unapply")  # exported: patches/<set> has it, the branch may go
+    elif kind not in (SAME, SIGNED):
         raise applied.changed_since(repo, st, tip, kind)
     here = repo.symbolic_head()
     rev = applied.destination(repo, st, notes)

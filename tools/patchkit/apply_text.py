@@ -27,8 +27,15 @@ def apply_result(r) -> str:
                           f"nothing changed", *found])
     lines = [f"{r.target}: {r.base_ref} {r.base[:12]} -> branch {r.branch} {r.tip[:12]}"
              + (" (partial clone)" if r.cloned else ""), *found, outcomes(r.outcomes)]
+    if r.rebuilt:
+        lines.append(f"rebuilt: {r.branch} was apply's own from an earlier apply ({r.rebuilt[:12]}), untouched since; "
+                     f"it now holds this apply")
+    if r.session is not None:
+        return "\n".join(lines + session_lines(r.session))
     if r.waiver is not None:
-        lines.append(f"waivers: {r.waiver.why}")
+        lines.append(f"waivers: {r.waiver.why}"
+                     + (f"; committed on top of the series as {r.waiver_commit[:12]} (computed at every apply, "
+                        f"never part of the set: make export leaves it out)" if r.waiver_commit else ""))
     ups = [o.patch.name for o in r.outcomes if o.status == "already upstream"]
     three = [o.patch.name for o in r.outcomes if o.status == "3-way"]
     if ups:
@@ -37,6 +44,17 @@ def apply_result(r) -> str:
         lines.append("needed a 3-way merge: " + ", ".join(three))
     lines += [f"at an offset: {o.patch.name}: {off.one_line()}" for o in r.outcomes for off in o.offsets]
     return "\n".join(lines)
+
+
+def session_lines(s) -> list[str]:
+    """THREEWAY=keep: where the git am -3 session stopped and what to do there (the commands
+    themselves follow as the result's hints)."""
+    n = len(s.files)
+    return [f"git am -3 stopped at patch {s.at} of {s.of} ({s.patch}), merged from {s.base[:12]}, where the series "
+            f"applies as written: conflict markers in {n} file{'s' * (n != 1)}:",
+            *(f"  {f}" for f in s.files),
+            "edit each to the result you want (the patch's side is below =======), then run the first line below; "
+            "the second gives the session up"]
 
 
 def unapply_result(r) -> str:

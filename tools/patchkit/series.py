@@ -333,7 +333,8 @@ def _merge_from_history(tb: TreeBuilder, patch: Patch, merge_bases: Sequence[str
     Returns None on success (the index holds the merged files) or the Drift that blocks it.
     Files are bytes throughout: a file that is not UTF-8 merges as it is.
     """
-    for cand in _candidates(tb, patch, merge_bases, search_history):
+    paths = [fc.old_path or fc.path for fc in patch.files]
+    for cand in _candidates(tb.repo, tb.tip, paths, merge_bases, search_history, patch.name):
         sides = _sides(tb.repo, cand, patch, cache)
         if sides is not None:
             return _merge_forward(tb, sides, cand)
@@ -342,26 +343,41 @@ def _merge_from_history(tb: TreeBuilder, patch: Patch, merge_bases: Sequence[str
     return Drift(patch.paths[0], "", (), f"3-way: no commit in the last {HISTORY_LIMIT} touching it where the patch applies")
 
 
-def _candidates(tb: TreeBuilder, patch: Patch, merge_bases: Sequence[str], search_history: bool = True) -> Iterator[Sha]:
-    repo, tried = tb.repo, set()
+def _candidates(repo: Repo, tip: Sha, paths: Sequence[str], merge_bases: Sequence[str], search_history: bool = True,
+                what: str = "the series") -> Iterator[Sha]:
+    """Where to look for a commit the patches apply to as written: the merge bases (fetched on
+    demand, one commit each), then the history of tip that touches paths, newest first,
+    deepening a shallow clone step by step while no candidate has been found."""
+    tried: set[str] = set()
     for rev in merge_bases:
-        with progress.step(f"{patch.name}: looking for the merge base {rev}"):
+        with progress.step(f"{what}: looking for the merge base {rev}"):
             sha = repo.fetch_commit(rev)
         if sha and sha not in tried:
             tried.add(sha)
             yield sha
     if not search_history:
         return
-    paths = [fc.old_path or fc.path for fc in patch.files]
     depth = 16
     while True:
-        for cand in repo.log_paths(tb.tip, paths, HISTORY_LIMIT):
+        for cand in repo.log_paths(tip, paths, HISTORY_LIMIT):
             if cand not in tried:
                 tried.add(cand)
                 yield cand
         if not repo.is_shallow() or depth > HISTORY_LIMIT or not repo.deepen(depth):
             return
         depth *= 2
+
+
+def written_base(repo: Repo, tip: Sha, patches: Sequence[Patch], merge_bases: Sequence[str] = ()) -> Sha | None:
+    """The commit where the whole series applies as written, patch by patch without 3-way:
+    the merge bases first (the set's recorded base), then tip's history that touches the
+    series' paths, newest first; None when there is none within HISTORY_LIMIT commits."""
+    paths = sorted({fc.old_path or fc.path for p in patches for fc in p.files})
+    for cand in _candidates(repo, tip, paths, merge_bases):
+        probe = apply_series(repo, cand, patches, record=False)
+        if all(o.status == APPLIED for o in probe.outcomes) and len(probe.outcomes) == len(patches):
+            return cand
+    return None
 
 
 def _sides(repo: Repo, cand: Sha, patch: Patch, cache: dict | None) -> dict[str, tuple[bytes, bytes | None]] | None:

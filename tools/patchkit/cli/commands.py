@@ -11,6 +11,7 @@ from ..errors import ExitCode
 from ..lint import text as lint_text
 from ..pr import text as pr_text
 from ..waives import text as waivers_text
+from . import parser
 from .runs import (_apply, _backport, _backport_text, _bench, _bench_text, _check, _container, _dco, _delta, _demo, _export, _lint, _miniature, _miniature_text, _pr,
                    _push, _radar, _radar_text, _summary, _targets, _unapply, _waivers, _workflow)
 from .table import (BASE, BRANCH, BUILDER, FIX_ID, REGISTRY, REPORT, SIGNOFF, SRC, SRC_REQUIRED, TARGET, URL, WORKDIR,
@@ -18,9 +19,12 @@ from .table import (BASE, BRANCH, BUILDER, FIX_ID, REGISTRY, REPORT, SIGNOFF, SR
 
 COMMANDS: dict[str, Command] = {c.name: c for c in (
     Command("apply", "apply a patch set's series as commits on its branch (all or nothing)",
-            (TARGET, SRC, URL, arg("--threeway", "THREEWAY", "merge drifted patches 3-way", action="store_true")),
+            (TARGET, SRC, URL, arg("--threeway", "THREEWAY", "merge drifted patches 3-way (1); keep: leave a conflict as a "
+                                   "git am -3 session, with markers in the files, to resolve by hand",
+                                   nargs="?", const=True, type=parser.threeway)),
             _apply, apply_text.apply_result,
-            "make apply TRTLLM=main THREEWAY=1\npatchkit apply --target main --src build/trtllm-main --threeway"),
+            "make apply TRTLLM=main THREEWAY=1\npatchkit apply --target main --src build/trtllm-main --threeway keep",
+            lambda res: _mismatch_unless(res.session is None)),
     Command("unapply", "return the checkout to where it was before apply", (TARGET, SRC), _unapply,
             apply_text.unapply_result, "make unapply TRTLLM=main\npatchkit unapply --target main --src build/trtllm-main"),
     Command("check", "report how every patch set applies, changing nothing (exit 3 on a conflict)",

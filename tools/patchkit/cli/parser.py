@@ -65,3 +65,12 @@ def given(kind: Callable[[str], Any]) -> Callable[[str], Any]:
         return kind(text)
     convert.__name__ = getattr(kind, "__name__", "value")
     return convert
+
+
+def threeway(text: str) -> bool | str:
+    """THREEWAY's values: 1 merges drifted patches 3-way (True, as the bare --threeway), keep
+    leaves a conflict as a git am -3 session to resolve by hand."""
+    if text in ("1", "keep"):
+        return True if text == "1" else text
+    raise argparse.ArgumentTypeError(f"invalid value {text[:40]!r}: 1 (merge drifted patches 3-way) or keep "
+                                     f"(leave a conflict as a git am -3 session to resolve by hand)")

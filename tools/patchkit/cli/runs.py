@@ -132,11 +132,13 @@ def _dco(root, args):
 
 def _export(check_only: bool):
     def run(root, args):
-        from .. import patchset
+        from .. import amsession, patchset
         from ..git import Repo
         from ..pr import export as export_mod
         ps = patchset.load(root, args.target, filing=False)  # export files each commit by its Origin anew
         repo = Repo.open(_src(root, ps, args))
+        # Half a series while the git am session apply left is under way (THREEWAY=keep).
+        amsession.refuse_in_progress(repo, ps.target, args.branch or ps.branch, "check-export" if check_only else "export")
         with contextlib.nullcontext() if check_only else _locked(repo, f"export {ps.target}"):
             return export_mod.export(ps, repo, args.branch or ps.branch, check_only=check_only,
                                      waiver_out=root / "build" / "export" / ps.target)

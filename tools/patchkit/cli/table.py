@@ -81,6 +81,7 @@ def voice(args: argparse.Namespace) -> Voice:
 # what it found is above; one line on stderr says so, beside make's own `*** Error 1`.
 _EXIT_1 = {
     "radar": lambda r: "the set's status changed between SINCE and UNTIL (verdict and to do above)",
+    "apply": lambda r: "the git am -3 session stopped at a conflict, left for you to resolve (the next steps above)",
     "delta": lambda r: "the measured delta does not match what the set declares (above)",
     "lint": lambda r: f"{len(r.failures)} hook(s) fail on the series' files (above)" if r.config_found
     else "not linted: upstream has no pre-commit config at the ref",

@@ -3,6 +3,7 @@ ref is found in a checkout."""
 from __future__ import annotations
 
 import re
+import shutil
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -181,6 +182,46 @@ class RefsMixin:
     def force_checkout(self, rev: str) -> None:
         """Check out rev, overwriting tracked files (a generated repository, never a user's)."""
         self._run("checkout", "-q", "-f", rev, "--")
+
+    # -- a git am session left for the user (make apply THREEWAY=keep) -------------------------
+    def am_three_way(self, patches: Sequence[Path]) -> tuple[bool, str]:
+        """`git am -3` of the patch files onto HEAD: (every patch applied, git's words).
+
+        --keep-non-patch: only `[PATCH n/m]` leaves a subject (a plain am stripped upstream's
+        `[#19514][fix]` too); the rest pins what the user's am.* and apply.* config would
+        change in the commits (a Message-Id, a scissors line, whitespace fixed)."""
+        res = self._run("am", "-3", "--keep-non-patch", "--no-message-id", "--no-scissors", "--whitespace=nowarn",
+                        "--no-gpg-sign", "--quiet", "--", *map(str, patches), check=False)
+        return res.returncode == 0, (res.stderr + "\n" + res.text).strip()
+
+    def am_in_progress(self) -> bool:
+        """Whether a git am session is under way in this worktree (git's own test: rebase-apply/applying)."""
+        return self.git_path("rebase-apply/applying").is_file()  # type: ignore[attr-defined]
+
+    def am_position(self) -> tuple[int, int]:
+        """(the patch the session stopped at, how many it has), 1-based; (0, 0) when none."""
+        try:
+            folder = self.git_path("rebase-apply")  # type: ignore[attr-defined]
+            return int((folder / "next").read_text()), int((folder / "last").read_text())
+        except (OSError, ValueError):
+            return 0, 0
+
+    def am_abort(self) -> None:
+        """Give up a git am session: HEAD, index and files back to where it started. When
+        git cannot (its record half written by a kill), the session is dropped (--quit) and
+        index and files are reset to HEAD."""
+        res = self._run("am", "--abort", check=False)
+        if res.returncode != 0 or self.am_in_progress():
+            self._run("am", "--quit", check=False)
+            folder = self.git_path("rebase-apply")  # type: ignore[attr-defined]
+            if folder.exists():  # so half written that --quit did not recognise it
+                shutil.rmtree(folder)
+            self._run("reset", "-q", "--hard", "HEAD")
+
+    def unmerged_paths(self) -> list[str]:
+        """The paths the index holds in conflict (stages 1-3), each once."""
+        out = self._run("ls-files", "-u", "-z").text
+        return sorted({rec.split("\t", 1)[1] for rec in out.split("\0") if "\t" in rec})
 
 
 def ref_candidates(ref: str) -> list[str]:

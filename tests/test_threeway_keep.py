@@ -1,0 +1,173 @@
+"""make apply THREEWAY=keep: a conflict left as a real `git am -3` session (#33 item 3).
+
+THREEWAY=1 was all or nothing ("left 1 conflict(s)"): nothing was left to resolve, and by hand
+`git am -3` failed ("could not build fake ancestor": the patches carry no index lines) while a
+plain `git am` stripped "[#19514][fix]" from the subjects. Here upstream edits a line our hunk
+removes, which no 3-way merge resolves: apply stops in the middle of git's own am session,
+markers in the file, the next commands printed; they run as printed, and a refused command
+says how to finish or abandon the session.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from patchkit import apply as apply_mod, patchset
+from patchkit.cli import main
+from patchkit.errors import Conflict
+from helpers import ROOT, copy_root, sh, state_of
+
+UTIL = "tensorrt_llm/_torch/pyexecutor/_util.py"
+REMOVED = "        max_seq_len = fallback_max_seq_len or self._max_seq_len\n"
+REWRITTEN = "        max_seq_len = self._max_seq_len if fallback_max_seq_len is None else fallback_max_seq_len\n"
+MARKERS = re.compile(r"^<<<<<<< [^\n]*\n(.*?)^=======\n(.*?)^>>>>>>> [^\n]*\n", re.M | re.S)
+
+
+def conflicting(upstream: Path, tmp_path: Path) -> Path:
+    """Upstream rewrites a line the fix removes (neither a plain nor a 3-way apply can work); a user's clone."""
+    util = upstream / UTIL
+    text = util.read_text()
+    assert text.count(REMOVED) == 1
+    util.write_text(text.replace(REMOVED, REWRITTEN))
+    upstream_commit(upstream, "Treat a zero fallback as a fallback")
+    clone = tmp_path / "clone"
+    sh("git", "clone", "-q", upstream.as_uri(), clone)
+    return clone
+
+
+def upstream_commit(upstream: Path, subject: str) -> None:
+    """Upstream's next commit, a few days after the sets were verified (radar's default SINCE is
+    main as of that day: the commit is in its range)."""
+    later = "2026-12-03T12:00:00+00:00"
+    sh("git", "-C", upstream, "commit", "-qam", subject, env=dict(os.environ, GIT_AUTHOR_DATE=later,
+                                                                 GIT_COMMITTER_DATE=later))
+
+
+def resolve_with_the_patch(checkout: Path) -> None:
+    """A person's edit: each conflict resolved to the patch's side."""
+    util = checkout / UTIL
+    text, n = MARKERS.subn(lambda m: m.group(2), util.read_text())
+    assert n >= 1
+    util.write_text(text)
+
+
+def run_line(line: str, env=None) -> subprocess.CompletedProcess:
+    """A printed `run:` line, as the user pastes it into a shell."""
+    return subprocess.run(["bash", "-c", line], cwd=ROOT, text=True, capture_output=True, env=env)
+
+
+def hints(text: str) -> list[str]:
+    return [m.group(1) for m in re.finditer(r"^run: (.+?)(?: \([^()]*\))?$", text, re.M)]
+
+
+def test_keep_stops_in_a_real_git_am_session_with_markers_and_the_next_steps(upstream, tmp_path, capsys):
+    clone = conflicting(upstream, tmp_path)
+    code = main(["--root", str(ROOT), "apply", "--target", "main", "--src", str(clone), "--threeway", "keep"])
+    out, err = capsys.readouterr()
+    assert code == 1 and "exit 1 is apply's verdict" in err and err.count("\n") == 1, err
+    assert sh("git", "-C", clone, "symbolic-ref", "--short", "HEAD").stdout.strip() == "overlay/main"
+    assert sh("git", "-C", clone, "status", "--porcelain").stdout == f"UU {UTIL}\n"
+    ours, theirs = MARKERS.search((clone / UTIL).read_text()).groups()
+    assert REWRITTEN in ours and REMOVED not in theirs
+    # git's own session: it shows the patch it stopped at, with upstream's subject kept whole
+    current = sh("git", "-C", clone, "am", "--show-current-patch=diff").stdout
+    assert current.startswith(f"diff --git a/{UTIL}") and re.search(r"^index [0-9a-f]{40}\.\.[0-9a-f]{40}", current, re.M)
+    assert f"git am -3 stopped at patch 1 of {len(patchset.load(ROOT, 'main').patches)} (0001-" in out
+    assert f"\n  {UTIL}\n" in out
+    finish, abandon = hints(out)
+    assert finish == (f"git -C {clone} add -- {UTIL} && git -C {clone} am --continue && "
+                      f"patchkit --root {ROOT} export --target main --src {clone}")
+    assert abandon == f"git -C {clone} am --abort && patchkit --root {ROOT} unapply --target main --src {clone}"
+
+
+def make_env(root: Path, tmp_path: Path) -> dict:
+    """A user's shell: patchkit on PATH, make's setup done, the project's sets a copy of the test's own."""
+    return dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+                PATCHKIT_ROOT=str(root), SETUP="", PATCHKIT=f"{sys.executable} -m patchkit", BUILD=str(tmp_path / "build"))
+
+
+def test_abandoning_as_printed_leaves_the_checkout_as_it_was(upstream, tmp_path, capsys):
+    """While the session is under way, apply, unapply and export refuse with both ways on
+    (finish it, or abandon it); the abandon line, run as printed, puts everything back."""
+    clone = conflicting(upstream, tmp_path)
+    before = state_of(clone)
+    assert main(["--root", str(ROOT), "apply", "--target", "main", "--src", str(clone), "--threeway", "keep"]) == 1
+    _finish, abandon = hints(capsys.readouterr().out)
+    for argv in (["apply", "--target", "main", "--src", str(clone)], ["unapply", "--target", "main", "--src", str(clone)],
+                 ["export", "--target", "main", "--src", str(clone)]):
+        during = state_of(clone)
+        assert main(["--root", str(ROOT), *argv]) == 3
+        out, err = capsys.readouterr()
+        assert "git am -3 session make apply left for main is under way" in err and err.count("\n") == 1
+        assert f"git -C {clone} am --continue &&" in err and f"git -C {clone} am --abort &&" in out
+        assert state_of(clone) == during
+    res = run_line(abandon, make_env(ROOT, tmp_path))
+    assert res.returncode == 0, res.stderr
+    after = state_of(clone)
+    assert {k: v for k, v in after.items() if k != "index"} == {k: v for k, v in before.items() if k != "index"}
+
+
+@pytest.mark.slow  # make test keeps the session's start, its refusals and its abandon line
+def test_a_finished_session_not_yet_exported_is_never_dropped(upstream, tmp_path, capsys):
+    """After git am --continue, the branch holds the resolution: unapply and apply refuse to
+    drop it until make export has written it into the set (then both may: it is the set)."""
+    clone = conflicting(upstream, tmp_path)
+    root = copy_root(tmp_path)
+    assert main(["--root", str(root), "apply", "--target", "main", "--src", str(clone), "--threeway", "keep"]) == 1
+    capsys.readouterr()
+    resolve_with_the_patch(clone)
+    sh("git", "-C", clone, "add", "-A")
+    sh("git", "-C", clone, "-c", "core.editor=true", "am", "--continue")
+    before = state_of(clone)
+    for command in ("unapply", "apply"):
+        assert main(["--root", str(root), command, "--target", "main", "--src", str(clone)]) == 3
+        err = capsys.readouterr().err
+        assert "holds the series as resolved in the git am session" in err and "branch -m overlay/main" in err
+        assert f"run: patchkit --root {root} export --target main --src {clone}" in err
+        assert state_of(clone) == before
+    assert main(["--root", str(root), "export", "--target", "main", "--src", str(clone)]) == 0
+    assert main(["--root", str(root), "unapply", "--target", "main", "--src", str(clone)]) == 0
+    assert sh("git", "-C", clone, "symbolic-ref", "--short", "HEAD").stdout.strip() == "main"
+    assert sh("git", "-C", clone, "rev-parse", "-q", "--verify", "overlay/main", check=False).returncode == 1
+
+
+def test_a_failing_git_am_puts_the_checkout_back(upstream, tmp_path, monkeypatch):
+    """A failed step inside the transaction (git am itself failing) leaves the checkout as it was:
+    no session, no branch, no record."""
+    clone = conflicting(upstream, tmp_path)
+    before = state_of(clone)
+    from patchkit.git import GitError, Repo
+
+    def failing(self, patches):
+        raise GitError(["git", "am"], 128, "", "fatal: injected", str(self.path))
+    monkeypatch.setattr(Repo, "am_three_way", failing)
+    with pytest.raises(GitError):
+        apply_mod.apply(patchset.load(ROOT, "main"), src=clone, threeway="keep")
+    assert state_of(clone) == before
+    assert not (clone / ".git" / "rebase-apply").exists()
+
+
+def test_a_branch_with_the_users_commits_is_never_rebuilt(checkout, tmp_path, capsys):
+    """The other half: a commit of the user's on overlay/<set> stops apply THREEWAY=1, naming it
+    and the command that keeps it, and nothing changes."""
+    root = copy_root(tmp_path)
+    assert main(["--root", str(root), "apply", "--target", "main", "--src", str(checkout)]) == 0
+    (checkout / "mine.txt").write_text("my work\n")
+    sh("git", "-C", checkout, "add", "mine.txt")
+    sh("git", "-C", checkout, "commit", "-qm", "My own work")
+    meta = root / "patches" / "main" / "patchset.yaml"
+    meta.write_text(meta.read_text() + "# another version of the set\n")
+    capsys.readouterr()
+    before = state_of(checkout)
+    assert main(["--root", str(root), "apply", "--target", "main", "--src", str(checkout), "--threeway"]) == 3
+    err = capsys.readouterr().err
+    assert "My own work" in err and "branch -m overlay/main overlay/main-mine" in err
+    keep = re.search(r"\((git -C .+ branch -m overlay/main overlay/main-mine)\)", err).group(1)
+    assert state_of(checkout) == before
+    assert sh(*shlex.split(keep)).returncode == 0
