@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from patchkit import check as check_mod, patchset
+from patchkit import check as check_mod, patchset, series as series_mod
 from patchkit.cli import main
 from helpers import ROOT, sh, state_of
 
@@ -75,22 +75,24 @@ def test_no_offset_is_reported_on_the_faithful_miniature(checkout, capsys):
 
 
 def test_summary_agrees_with_a_patch_already_upstream(upstream, tmp_path, capsys):
-    """A target used to read 'applies cleanly' over a patch that reads 'already upstream'."""
+    """A target used to read 'applies cleanly' over a patch that reads 'already upstream'; and
+    it exited 0 (#33 item 5: only a plain apply of every patch is 0; a patch upstream has is to
+    be retired: exit 1, the verdict said on stderr)."""
     ps = patchset.load(ROOT, "main")
     sh("git", "-C", upstream, "am", "-q", ps.patches[0].file)
     src = clone_of(upstream, tmp_path)
-    code, out, _err = run_check(src, capsys)
-    assert code == 0
+    code, out, err = run_check(src, capsys)
+    assert code == 1 and "exit 1 is check's verdict" in err and "already upstream" in err
     verdict, statuses = rows_of(out)["main"]
     assert statuses == ["already upstream"] + ["applies cleanly"] * (_count("main") - 1)
     assert verdict != "applies cleanly"
     for status in set(statuses):
         assert f"{status} ({statuses.count(status)} of {len(statuses)})" in verdict
     [res] = check_mod.check([ps], src=src)
-    assert not res.conflicts
-    assert main(["--root", str(ROOT), "--json", "check", "--src", str(src), "--target", "main"]) == 0
+    assert not res.conflicts and res.stale
+    assert main(["--root", str(ROOT), "--json", "check", "--src", str(src), "--target", "main"]) == 1
     [data] = json.loads(capsys.readouterr().out)
-    assert data["verdict"] == verdict and data["conflicts"] is False
+    assert data["verdict"] == verdict and data["conflicts"] is False and data["stale"] is True
 
 
 def _rewrite_a_removed_line(upstream: Path) -> None:
@@ -131,3 +133,43 @@ def _count(target: str) -> int:
     """How many patches the set has, read from the set (the sets grow: main gained its docs patch)."""
     from patchkit import patchset
     return len(patchset.load(ROOT, target).patches)
+
+
+def _drift_context(upstream: Path) -> None:
+    """Upstream edits a context line of the fix's hunk: 3-way merges it, a plain apply does not."""
+    util = upstream / UTIL
+    text = util.read_text()
+    old = "            head_dim = encoder_hidden_size // encoder_num_heads\n"
+    assert text.count(old) == 1
+    util.write_text(text.replace(old, "            head_dim = encoder_hidden_size // max(encoder_num_heads, 1)\n"))
+    commit_all(upstream, "Guard the head size division")
+
+
+def test_a_patch_that_needs_3way_exits_1_not_0(upstream, tmp_path, capsys):
+    """#33 item 5: make check exited 0 when a patch applied only with a 3-way merge, so CI stayed
+    green on a set that must be refreshed. Only a plain apply of every patch is exit 0; 3-way is
+    exit 1, said on stderr as check's verdict, with make radar as the way on."""
+    _drift_context(upstream)
+    src = clone_of(upstream, tmp_path)
+    before = state_of(src)
+    code, out, err = run_check(src, capsys)
+    assert code == 1 and err.count("\n") == 1 and "exit 1 is check's verdict" in err and "3-way" in err
+    verdict, statuses = rows_of(out)["main"]
+    assert statuses[0] == "needs 3-way" and verdict.startswith("needs 3-way (1 of")
+    assert f"run: patchkit --root {ROOT} radar --target main --src {src}" in out
+    assert state_of(src) == before
+
+
+@pytest.mark.parametrize("statuses", [("applied",), ("applied", "3-way"), ("already upstream", "applied"),
+                                      ("conflict", "applied"), ("conflict", "3-way")])
+def test_every_verdict_of_check_agrees_with_its_exit_code(statuses):
+    """#33 item 5, each path: exit 0 exactly when the verdict is "applies cleanly"; 1 when the
+    worst is a 3-way merge or a patch already upstream; 3 when a patch conflicts."""
+    from patchkit.cli import COMMANDS
+    ps = patchset.load(ROOT, "main")
+    outcomes = [series_mod.Outcome(p, s) for p, s in zip(ps.patches, statuses)]
+    res = check_mod.TargetCheck("main", "main", "0" * 40, outcomes)
+    code = COMMANDS["check"].verdict([res])
+    assert (code == 0) == (res.verdict == "applies cleanly")
+    assert code == (3 if "conflict" in statuses else 1 if {"3-way", "already upstream"} & set(statuses) else 0)
+    assert res.verdict.startswith(check_mod.WORDS[min(statuses, key=check_mod.ORDER.index)])

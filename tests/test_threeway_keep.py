@@ -86,6 +86,35 @@ def test_keep_stops_in_a_real_git_am_session_with_markers_and_the_next_steps(ups
     assert abandon == f"git -C {clone} am --abort && patchkit --root {ROOT} unapply --target main --src {clone}"
 
 
+@pytest.mark.slow  # make test keeps the session's start, its refusals and its abandon line
+def test_a_resolved_session_exported_applies_plainly_check_0_radar_nothing_to_do_0(upstream, tmp_path):
+    """The acceptance scenario, through make as a user types it: apply THREEWAY=keep stops with
+    markers; an editor resolves them; the printed line (git add, git am --continue, make export)
+    runs as printed; then the set applies plainly: make check exits 0, make radar says "nothing
+    to do" and exits 0; a second make apply rebuilds the branch from the set, waivers included."""
+    clone = conflicting(upstream, tmp_path)
+    root = copy_root(tmp_path)
+    env = make_env(root, tmp_path)
+    res = run_line(f"make -s apply TRTLLM=main TRTLLM_SRC={clone} THREEWAY=keep", env)
+    assert res.returncode == 2 and "Error 1" in res.stderr, res.stderr  # make's 2 for the CLI's 1
+    finish, _abandon = hints(res.stdout)
+    assert finish.endswith(f"&& make export TRTLLM=main TRTLLM_SRC={clone}")
+    resolve_with_the_patch(clone)
+    done = run_line(finish, {**env, "GIT_EDITOR": "true"})
+    assert done.returncode == 0, done.stderr
+    assert "changed: 0001-" in done.stdout
+    subjects = sh("git", "-C", clone, "log", "--format=%s", "origin/main..overlay/main").stdout
+    assert "[#19514][fix] Size the cross KV pool" in subjects  # git am kept upstream's subject whole
+    check = run_line(f"make -s check TRTLLM_SRC={clone}", env)
+    assert check.returncode == 0 and re.search(r"^main +main +\w+ +applies cleanly$", check.stdout, re.M), check.stdout
+    radar = run_line(f"make -s radar TRTLLM=main TRTLLM_SRC={clone}", env)
+    assert radar.returncode == 0, radar.stdout + radar.stderr
+    assert re.search(r"^verdict: nothing to do", radar.stdout, re.M) and "Treat a zero fallback" in radar.stdout
+    again = run_line(f"make -s apply TRTLLM=main TRTLLM_SRC={clone}", env)
+    assert again.returncode == 0, again.stderr
+    assert "rebuilt: overlay/main was apply's own" in again.stdout and "applied" in again.stdout
+
+
 def make_env(root: Path, tmp_path: Path) -> dict:
     """A user's shell: patchkit on PATH, make's setup done, the project's sets a copy of the test's own."""
     return dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
@@ -151,6 +180,38 @@ def test_a_failing_git_am_puts_the_checkout_back(upstream, tmp_path, monkeypatch
         apply_mod.apply(patchset.load(ROOT, "main"), src=clone, threeway="keep")
     assert state_of(clone) == before
     assert not (clone / ".git" / "rebase-apply").exists()
+
+
+def test_the_branch_of_an_earlier_apply_is_rebuilt_and_radars_hint_runs_as_printed(upstream, tmp_path):
+    """#33 item 3: radar's printed `make apply ... THREEWAY=1 && make export ...` failed when
+    overlay/<set> existed from last week's apply, the normal weekly state ("already exists and
+    was built from another version of the patch set or another base"). Apply rebuilds its own
+    untouched branch; the line runs as printed, and check is clean afterwards."""
+    clone = tmp_path / "clone"
+    sh("git", "clone", "-q", upstream.as_uri(), clone)
+    root = copy_root(tmp_path)
+    env = make_env(root, tmp_path)
+    assert run_line(f"make -s apply TRTLLM=main TRTLLM_SRC={clone}", env).returncode == 0
+    old = sh("git", "-C", clone, "rev-parse", "overlay/main").stdout.strip()
+    util = upstream / UTIL
+    util.write_text(util.read_text().replace("encoder_hidden_size // encoder_num_heads\n",
+                                             "encoder_hidden_size // max(encoder_num_heads, 1)\n"))
+    upstream_commit(upstream, "Guard the head size division")
+    sh("git", "-C", clone, "fetch", "-q")
+    radar = run_line(f"make -s radar TRTLLM=main TRTLLM_SRC={clone}", env)
+    assert radar.returncode == 2 and "verdict: 0001-" in radar.stdout and "3-way merges it" in radar.stdout
+    [line] = hints(radar.stdout)
+    assert line == (f"make apply TRTLLM=main TRTLLM_SRC={clone} THREEWAY=1 && "
+                    f"make export TRTLLM=main TRTLLM_SRC={clone}")
+    ran = run_line(line, env)
+    assert ran.returncode == 0, ran.stderr
+    assert f"rebuilt: overlay/main was apply's own from an earlier apply ({old[:12]})" in ran.stdout
+    assert sh("git", "-C", clone, "symbolic-ref", "--short", "HEAD").stdout.strip() == "overlay/main"
+    check = run_line(f"make -s check TRTLLM_SRC={clone}", env)
+    assert check.returncode == 0, check.stdout + check.stderr
+    # ... and unapply still returns to where the first apply started
+    assert run_line(f"make -s unapply TRTLLM=main TRTLLM_SRC={clone}", env).returncode == 0
+    assert sh("git", "-C", clone, "symbolic-ref", "--short", "HEAD").stdout.strip() == "main"
 
 
 def test_a_branch_with_the_users_commits_is_never_rebuilt(checkout, tmp_path, capsys):

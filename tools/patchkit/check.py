@@ -44,12 +44,16 @@ class TargetCheck:
     fixes: list[FixCheck] = field(default_factory=list)  # the stack, in order
     verdict: str = field(init=False)  # fields, not properties, so that --json carries them too
     conflicts: bool = field(init=False)
+    stale: bool = field(init=False)
 
     def __post_init__(self) -> None:
         self.verdict = self._verdict()
-        # A patch conflicts, or upstream fixed the bug so that the set must be retired.
+        # A patch conflicts, or upstream fixed the bug so that the set must be retired: exit 3.
         self.conflicts = (any(o.status == series.CONFLICT for o in self.outcomes)
                           or bool(self.upstream_fix and self.upstream_fix.fixed))
+        # The series applies, but not as written: a patch needs 3-way (refresh the set) or is
+        # already upstream (retire it): exit 1. Only a plain apply of every patch is exit 0.
+        self.stale = any(o.status in (series.THREEWAY, series.UPSTREAM) for o in self.outcomes)
 
     def _verdict(self) -> str:
         """One phrase that agrees with every patch's row: the common status, or each status
@@ -75,7 +79,7 @@ WORDS = {series.CONFLICT: "conflicts", series.THREEWAY: "needs 3-way", series.UP
 
 class Checks(list):
     """The targets' checks, and what to run next: make radar for each target that conflicts,
-    needs 3-way or is fixed upstream (since which upstream commit?)."""
+    needs 3-way, has a patch already upstream or is fixed upstream (since which upstream commit?)."""
 
     hints: list[Hint]
 
@@ -121,6 +125,5 @@ def check(sets: list[PatchSet], *, src: Path) -> Checks:
         raise NotFound(f"no target's ref is in {src} ({', '.join(f'{r.target}: {r.ref}' for r in results)}); "
                        f"nothing was checked; run: {fetch}")
     out = Checks(results)
-    out.hints = [Hint.radar(r.target) for r in results
-                 if r.conflicts or any(o.status == series.THREEWAY for o in r.outcomes)]
+    out.hints = [Hint.radar(r.target) for r in results if r.conflicts or r.stale]
     return out

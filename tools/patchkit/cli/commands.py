@@ -27,18 +27,19 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
             lambda res: _mismatch_unless(res.session is None)),
     Command("unapply", "return the checkout to where it was before apply", (TARGET, SRC), _unapply,
             apply_text.unapply_result, "make unapply TRTLLM=main\npatchkit unapply --target main --src build/trtllm-main"),
-    Command("check", "report how every patch set applies, changing nothing (exit 3 on a conflict)",
+    Command("check", "report how every patch set applies, changing nothing (exit 1 when a patch needs 3-way or is "
+            "already upstream, 3 on a conflict)",
             (SRC_REQUIRED, arg("--target", None, "only these patch sets (default: all)", action="append")),
             _check, check_text.check_results, "make check TRTLLM_SRC=build/trtllm-main\npatchkit check --src build/trtllm-main",
-            lambda res: ExitCode.CONFLICT if any(r.conflicts for r in res) else ExitCode.OK),
+            lambda res: ExitCode.CONFLICT if any(r.conflicts for r in res) else _mismatch_unless(not any(r.stale for r in res))),
     Command("radar", "since which upstream commit each fix of a set breaks, and since which it is no longer needed "
-            "(exit 1: a fix's status at UNTIL differs from SINCE's, or it needs work there)",
+            "(exit 1: a fix needs work at UNTIL)",
             (TARGET, SRC, URL, arg("--since", "SINCE", "first commit of the range (default: the set's upstream.base)"),
              arg("--until", "UNTIL", "last commit of the range (default: the set's ref)"), FIX_ID,
              arg("--out", None, "where to write <target>.json and <target>.md (default: build/radar)", type=Path)),
             _radar, _radar_text,
             "make radar TRTLLM=main SINCE=v1.3.0rc25\npatchkit radar --target main --src build/trtllm-main --since v1.3.0rc25",
-            lambda res: _mismatch_unless(not res.changed and res.action == "nothing")),
+            lambda res: _mismatch_unless(res.action == "nothing")),
     Command("backport", "carry an upstream pull request (or commit) as a fix of the set's stack, before our own "
             "fixes, its expectations measured; nothing written unless the whole stack applies",
             (TARGET, SRC, URL, arg("--pr", "PR", "the pull request's number (its squash commit once merged)"),

@@ -80,8 +80,10 @@ def voice(args: argparse.Namespace) -> Voice:
 # What exit 1 means for each command whose exit 1 is a verdict (#27 item 4): the command ran, and
 # what it found is above; one line on stderr says so, beside make's own `*** Error 1`.
 _EXIT_1 = {
-    "radar": lambda r: "the set's status changed between SINCE and UNTIL (verdict and to do above)",
+    "radar": lambda r: f"there is work to do at UNTIL: {r.action} (verdict and to do above)",
     "apply": lambda r: "the git am -3 session stopped at a conflict, left for you to resolve (the next steps above)",
+    "check": lambda r: "a patch applies only with a 3-way merge (refresh the set) or is already upstream "
+                       "(retire it): above",
     "delta": lambda r: "the measured delta does not match what the set declares (above)",
     "lint": lambda r: f"{len(r.failures)} hook(s) fail on the series' files (above)" if r.config_found
     else "not linted: upstream has no pre-commit config at the ref",

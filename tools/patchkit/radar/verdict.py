@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..amsession import KEEP
 from ..delta import upstreamfix
 from ..errors import Hint
 from ..git import Repo
@@ -93,16 +94,18 @@ def conclude(fx, res, ps: PatchSet, fix: Fix, repo: Repo, cands, at_since: Seque
         _docs(fx, repo, until, res.until["rev"], fix, docs)
         return
     ups = [s for s in fx.patches if s.until == scan.series.UPSTREAM]
-    if ups and all(s.until == scan.series.UPSTREAM for s in code):
+    broken = [s for s in fx.patches if s.until in (scan.series.CONFLICT, scan.series.THREEWAY)]
+    whole = all(s.until == scan.series.UPSTREAM for s in code)
+    if ups and (whole or not broken):  # a patch upstream has, the rest applying: it is retired all the same
         first = first_of([s.first_upstream for s in ups])
-        fx.action, fx.upstream_at = "retire", last_of([s.first_upstream for s in code]) or since
-        fx.verdict = "already upstream: " + "; ".join(f"{s.name} since {said(s.first_upstream)}" for s in ups)
+        fx.action, fx.upstream_at = "retire", (last_of([s.first_upstream for s in code]) or since) if whole else ""
+        fx.verdict = "already upstream: " + "; ".join(f"{s.name} since {said(s.first_upstream)}" for s in ups) \
+            + ("" if whole else f"; the rest still applies at {res.until['rev']}")
         fx.todo = (f"retire {', '.join(s.name for s in ups)}: drop {'them' if len(ups) > 1 else 'it'} from the "
                    f"series and record {first[:12] if first else f'the commit that landed it ({since[:12]} or older)'} in "
                    f"status.applied_upstream of {where}")
         _docs(fx, repo, until, res.until["rev"], fix, ())
         return
-    broken = [s for s in fx.patches if s.until in (scan.series.CONFLICT, scan.series.THREEWAY)]
     # Conflicting already at SINCE: radar's 3-way merges from SINCE, so where it stopped and
     # whether 3-way merges it lie before the range.
     before = [s for s in broken if s.first_break is None and s.until == scan.series.CONFLICT]
@@ -115,7 +118,7 @@ def conclude(fx, res, ps: PatchSet, fix: Fix, repo: Repo, cands, at_since: Seque
         fx.todo = ("find where it stopped applying: radar from an earlier SINCE, where the set still applied, "
                    "names the commit and whether 3-way merges it; then refresh the patch with a 3-way merge "
                    "or rework it by hand")
-        fx.hints = [Hint.choose("since", also="(an earlier commit of the ref, where the set still applied)")]
+        fx.hints = [Hint.choose("since", also="(an earlier commit of the ref, where the set still applied)"), _by_hand(ps)]
         return
     if broken:
         first = first_of([s.first_break for s in broken])
@@ -126,7 +129,7 @@ def conclude(fx, res, ps: PatchSet, fix: Fix, repo: Repo, cands, at_since: Seque
                                    for s in broken)
             fx.todo = (f"refresh the patch at {against} with THREEWAY=1: apply with a 3-way merge, "
                        f"then export the branch back into patches/{ps.root.name}")
-            fx.hints = [Hint.run("apply", target=ps.target, threeway=True), Hint.run("export", target=ps.target)]
+            fx.hints = [Hint("export", (("target", ps.target),), first=(Hint.run("apply", target=ps.target, threeway=True),))]
         else:
             fx.action = "rework"
             fx.verdict = "; ".join(f"{s.name} stops applying cleanly at {said(s.first_break)}"
@@ -135,7 +138,9 @@ def conclude(fx, res, ps: PatchSet, fix: Fix, repo: Repo, cands, at_since: Seque
                                       "; 3-way does not merge it either")
                                    for s in broken)
             fx.todo = (f"rework the patch by hand against {against}, where it first stopped applying; upstream "
-                       f"has not fixed the bug (its tests still fail without {without})")
+                       f"has not fixed the bug (its tests still fail without {without}): THREEWAY=keep leaves the "
+                       f"conflict in the files, as a git am -3 session to resolve")
+            fx.hints = [_by_hand(ps)]
         return
     offsets = [s for s in fx.patches if s.until.startswith(scan.OFFSET)]
     fx.action = "nothing"
@@ -143,14 +148,32 @@ def conclude(fx, res, ps: PatchSet, fix: Fix, repo: Repo, cands, at_since: Seque
         fx.verdict = "nothing to do: " + "; ".join(f"{s.name} applies at an offset ({s.until.split(' ', 1)[1]}) "
                                                    f"since {said(s.first_offset)}" for s in offsets)
         fx.todo = "nothing; the next make apply and make export record the new line numbers"
+    elif kinds(at_since) != kinds(at_until):
+        # Every patch applies at UNTIL, and some did not at SINCE: the series was made anew after
+        # SINCE (refreshed, a conflict resolved) on a later commit than its recorded base.
+        was = [(s, a) for s, a in zip(fx.patches, at_since) if a.kind not in (scan.APPLIES, scan.OFFSET)]
+        fx.verdict = (f"nothing to do: every patch applies at {res.until['rev']}; at SINCE {since[:12]} "
+                      + ", ".join(f"{s.name} did not ({a.kind})" for s, a in was)
+                      + ": the series was made anew after SINCE, on a later commit than its upstream.base")
+        fx.todo = (f"nothing; record the commit the series was made on as upstream.base in {where}, so that "
+                   "radar starts there")
     else:
         status, paths = ("its status", "the stack's paths") if several else ("the set's status", "its paths")
         fx.verdict = (f"nothing to do: no commit of {since[:12]}..{until[:12]} changes {status} "
                       f"({res.candidates} of {res.commits_in_range} commits touch {paths})")
         fx.todo = "nothing"
+    if t["since"]["fixed"] and t["until"]["fixed"] is False:
+        fx.verdict += (f"; {whose} tests passed without {without} at SINCE, and fail without {without} again at "
+                       f"{res.until['rev']}: upstream took its own fix back")
     if t["until"]["fixed"] is False and t["until"]["counts"] not in ("", "-"):
         fx.verdict += (f"; still needed: {whose} tests still fail without {without} at {res.until['rev']} "
                        f"({t['until']['counts']})")
+
+
+def _by_hand(ps: PatchSet) -> Hint:
+    """make apply THREEWAY=keep: the conflict left as a git am -3 session, its next steps printed."""
+    return Hint("apply", (("target", ps.target), ("threeway", KEEP)), "resolve the conflict by hand; "
+                "it prints the next steps")
 
 
 def _drop(fix: Fix, names: Sequence[str], where: str, commit: str = "") -> str:
