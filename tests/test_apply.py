@@ -267,3 +267,15 @@ def test_rollback_finds_the_new_branch_by_name_when_git_cannot_list_refs(checkou
         apply_mod.apply(load("main"), src=checkout)
     assert len(calls) == 2 and not getattr(info.value, "__notes__", None)  # restored whole: nothing to finish
     assert state_of(checkout) == before
+
+
+def test_apply_names_the_waiver_commit_it_adds(checkout, capsys):
+    """#33 item 8: make apply added a third, computed commit (the waiver edit) that it never
+    mentioned; it now names it, and says make export leaves it out."""
+    from patchkit.cli import main
+    assert main(["--root", str(ROOT), "apply", "--target", "rc25", "--src", str(checkout)]) == 0
+    out = capsys.readouterr().out
+    head = sh("git", "-C", checkout, "rev-parse", "HEAD").stdout.strip()
+    assert sh("git", "-C", checkout, "diff-tree", "--no-commit-id", "--name-only", "-r", "HEAD").stdout.split() == [WAIVES]
+    assert f"committed on top of the series as {head[:12]}" in out and "make export leaves it out" in out
+    assert len(sh("git", "-C", checkout, "rev-list", "v1.3.0rc25..HEAD").stdout.split()) == len(load("rc25").patches) + 1

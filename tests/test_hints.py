@@ -224,3 +224,46 @@ def test_mains_container_mode_hint_carries_the_base_main_needs(target, base, sai
     argv = ["delta", "--target", target, "--src", str(checkout), "--report", str(report)]
     assert main(argv + (["--base", base] if base else [])) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "run: " + said.format(src=checkout, report=report)
+
+
+@pytest.mark.parametrize("via", tiered("cli", "make"))  # one in make test, the other in make test-slow
+def test_pr_of_a_tag_says_delta_first_and_the_line_runs(via, checkout, shell_env):
+    """#33 item 8: make pr TRTLLM=rc25 (a tag is no PR base) printed `make pr TRTLLM=main ...`,
+    which failed as printed (exit 4: no delta report yet). Its prerequisite is chained now."""
+    root, env = shell_env
+    first = (["make", "-s", "pr", "TRTLLM=rc25", f"TRTLLM_SRC={checkout}", f"SIGNOFF={SIGNOFF}"] if via == "make"
+             else ["patchkit", "pr", "--target", "rc25", "--src", checkout, "--signoff", SIGNOFF])
+    assert run(["patchkit", "delta", "--target", "rc25", "--src", checkout], env).returncode == 0
+    res = run(first, env)
+    assert res.returncode == 0, res.stderr
+    hint = hint_in(res.stdout)
+    assert hint == (f"make delta TRTLLM=main TRTLLM_SRC={checkout} && make pr TRTLLM=main TRTLLM_SRC={checkout} "
+                    f"SIGNOFF='{SIGNOFF}'" if via == "make" else
+                    f"patchkit delta --target main --src {checkout} && patchkit pr --target main --src {checkout} "
+                    f"--signoff '{SIGNOFF}'")
+    assert not (root / "build" / "delta" / "main.json").exists()
+    again = subprocess.run(["bash", "-c", hint], cwd=ROOT, env=env, text=True, capture_output=True)
+    assert again.returncode == 0, again.stderr
+    assert "branch pr/main" in again.stdout
+
+
+def test_a_conflict_3way_cannot_merge_points_at_threeway_keep_and_it_runs(upstream, tmp_path, shell_env):
+    """#33 items 3 and 8: THREEWAY=1 over a conflict no 3-way merge resolves ended with make
+    radar, whose advice was "rework the patch by hand", with no command. Its hint is THREEWAY=keep
+    now, which runs as printed and leaves the conflict to resolve; make radar follows on stdout."""
+    _root, env = shell_env
+    util = upstream / UTIL
+    old = "        max_seq_len = fallback_max_seq_len or self._max_seq_len\n"
+    util.write_text(util.read_text().replace(old, "        max_seq_len = self._max_seq_len if fallback_max_seq_len "
+                                                  "is None else fallback_max_seq_len\n"))
+    sh("git", "-C", upstream, "commit", "-qam", "Treat a zero fallback as a fallback")
+    clone = tmp_path / "clone"
+    sh("git", "clone", "-q", upstream.as_uri(), clone)
+    res = run(["make", "-s", "apply", "TRTLLM=main", f"TRTLLM_SRC={clone}", "THREEWAY=1"], env)
+    assert res.returncode == 2 and "left 1 conflict(s)" in res.stderr
+    hint = hint_in(res.stderr)
+    assert hint == f"make apply TRTLLM=main TRTLLM_SRC={clone} THREEWAY=keep"
+    assert f"run: make radar TRTLLM=main TRTLLM_SRC={clone}" in res.stdout
+    kept = run(hint, env)
+    assert kept.returncode == 2 and "Error 1" in kept.stderr and "git am -3 stopped at patch 1" in kept.stdout
+    assert sh("git", "-C", clone, "status", "--porcelain").stdout == f"UU {UTIL}\n"

@@ -50,8 +50,10 @@ class PrResult:
         user, the gh command says <you>, and how to set it. Commits authored by someone else
         than who signs them off: how to author them yourself."""
         if self.base_ref.startswith("refs/tags/"):
-            # that set's own delta report and PR folder: the defaults, not this target's
-            return [Hint.run("pr", target=self.branch_set, report=False, out=False)] if self.branch_set else []
+            # that set's own delta report and PR folder: the defaults, not this target's; its delta
+            # first, which make pr reads (without it make pr stopped: no delta report, exit 4)
+            return [Hint("pr", (("target", self.branch_set), ("report", False), ("out", False)),
+                         first=(Hint.run("delta", target=self.branch_set, report=False),))] if self.branch_set else []
         out = [] if self.fork_known else [Hint.choose("fork", also="or once for all: git config --global github.user <your GitHub user>")]
         if not self.author_given and any(a != self.signer for a in self.authors):
             out.append(Hint.choose("author", also="to author the commits yourself (they keep the patches' own author)"))
