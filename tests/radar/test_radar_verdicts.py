@@ -112,3 +112,17 @@ def test_a_stack_exits_0_only_when_every_fix_has_nothing_to_do(checkout, stack_t
     res, code = judge(checkout, stack_template, "rc25", {backport.id: tuple((A, A) for _ in backport.patches),
                                                         own.id: ((A, A), (A, A))})
     assert code == 0 and agrees(res, code)
+
+
+def test_the_summary_says_nothing_to_do_where_radar_exits_0(checkout):
+    """make summary read a report with changed=true and action=nothing as "changed: nothing",
+    a row not as declared, for a radar that now exits 0: its row says "nothing to do", a good one."""
+    import json
+    from patchkit.ci import summary
+    from patchkit.text.table import as_json
+    res, code = judge(checkout, ROOT, "rc25", {OWN: ((CON, A), (A, A))})
+    [row] = summary._radar_row(json.loads(as_json(res)), None)
+    assert code == 0 and row.verdict == "nothing to do" and row.verdict in summary.GOOD
+    res, code = judge(checkout, ROOT, "rc25", {OWN: ((A, W3), (A, A))})
+    [row] = summary._radar_row(json.loads(as_json(res)), None)
+    assert code == 1 and row.verdict == "changed: refresh" and row.verdict not in summary.GOOD

@@ -26,7 +26,7 @@ import jinja2
 from .. import atomic, patchset, schema as S
 from ..errors import BadInput, NotFound
 
-GOOD = ("matches", "fixed upstream", "clean", "unchanged")
+GOOD = ("matches", "fixed upstream", "clean", "unchanged", "nothing to do")
 
 
 @dataclass(frozen=True)
@@ -157,12 +157,14 @@ _RADAR = S.record({"target": S.string(), "since": _COMMIT, "until": _COMMIT, "ch
 
 def _radar_row(d: dict, ps) -> list[Reading]:
     """make radar: measured up to its UNTIL commit; changed means a status moved since SINCE; one
-    that needed work already at SINCE (and radar exited 1 for it) is not "unchanged". A row per
-    fix where the report has a section per fix (schema 2), else one for the set."""
+    that needed work already at SINCE (and radar exited 1 for it) is not "unchanged"; one that
+    moved for the better (a set made anew after SINCE: radar exits 0) has "nothing to do" (#33
+    item 5: radar's exit and the summary agree). A row per fix where the report has a section
+    per fix (schema 2), else one for the set."""
     counts = f"{d['commits_in_range']} commits since {d['since']['commit'][:12]}"
     return [Reading(s.get("id", ""), "radar", d["until"]["commit"], counts,
-                    f"changed: {s['action']}" if s["changed"] else
-                    "unchanged" if s["action"] == "nothing" else f"already at SINCE: {s['action']}",
+                    ("nothing to do" if s["changed"] else "unchanged") if s["action"] == "nothing" else
+                    f"changed: {s['action']}" if s["changed"] else f"already at SINCE: {s['action']}",
                     _radar_stale(s, ps, "fixes" in d) if ps is not None else None)
             for s in (d.get("fixes") or [d])]
 
