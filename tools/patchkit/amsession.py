@@ -53,9 +53,17 @@ def patch_files(ps: PatchSet, repo: Repo, tip: Sha, first: int) -> Iterator[tupl
                        f"{ps.upstream.recorded_base[:40]}: git am -3 has no base to merge from; rework the patch by "
                        f"hand against {tip[:12]}")
     made = series.apply_series(repo, base, ps.patches, committer_date=series.THROWAWAY_DATE)
+    if [o.status for o in made.outcomes] != [series.APPLIED] * len(ps.patches):
+        # It applied there a moment ago (written_base's probe): a git step failed on the way.
+        raise Conflict(f"{ps.target}: the series did not apply again at {base[:12]}, where it applied as written a "
+                       f"moment ago; nothing changed; run again")
     start = base if first == 0 else made.outcomes[first - 1].commit
     with scratch.folder("am") as tmp:
-        yield repo.format_series(f"{start}..{made.tip}", Path(tmp), full_index=True), base
+        files = repo.format_series(f"{start}..{made.tip}", Path(tmp), full_index=True)
+        if len(files) != len(ps.patches) - first:
+            raise Conflict(f"{ps.target}: git format-patch wrote {len(files)} patch(es) of the {len(ps.patches) - first} "
+                           f"the session needs; nothing changed; run again")
+        yield files, base
 
 
 def require_identity(repo: Repo) -> None:

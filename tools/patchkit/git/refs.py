@@ -190,6 +190,8 @@ class RefsMixin:
         --keep-non-patch: only `[PATCH n/m]` leaves a subject (a plain am stripped upstream's
         `[#19514][fix]` too); the rest pins what the user's am.* and apply.* config would
         change in the commits (a Message-Id, a scissors line, whitespace fixed)."""
+        if not patches:  # git am with no file reads its standard input
+            raise ValueError("git am -3 of no patch")
         res = self._run("am", "-3", "--keep-non-patch", "--no-message-id", "--no-scissors", "--whitespace=nowarn",
                         "--no-gpg-sign", "--quiet", "--", *map(str, patches), check=False)
         return res.returncode == 0, (res.stderr + "\n" + res.text).strip()
