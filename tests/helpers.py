@@ -132,3 +132,27 @@ def push_pr(upstream: Path, number: str, make: Callable[[Path], str | None]) -> 
     sh("git", "-C", work, "commit", "-q", "--allow-empty", "-m", message or "[None][fix] Something")
     sh("git", "-C", work, "push", "-q", "origin", f"HEAD:refs/pull/{number}/head")
     return sh("git", "-C", work, "rev-parse", "HEAD").stdout.strip()
+
+
+UTIL = "tensorrt_llm/_torch/pyexecutor/_util.py"
+# Two ways upstream moves under the fix's hunk of the main set, for the tests of what follows:
+# (the line as the miniature has it, as upstream rewrites it, the commit's subject).
+# A context line of the hunk reworded: a plain apply fails, a 3-way merge carries the patch.
+REWORD = ("            head_dim = encoder_hidden_size // encoder_num_heads\n",
+          "            head_dim = encoder_hidden_size // max(encoder_num_heads, 1)\n", "Guard the head size division")
+# A line the fix removes rewritten: neither a plain nor a 3-way apply can work (a conflict to resolve).
+REWRITE = ("        max_seq_len = fallback_max_seq_len or self._max_seq_len\n",
+           "        max_seq_len = self._max_seq_len if fallback_max_seq_len is None else fallback_max_seq_len\n",
+           "Treat a zero fallback as a fallback")
+
+
+def upstream_moves(upstream: Path, change: tuple[str, str, str], date: str | None = None) -> None:
+    """Upstream's next commit on main makes change (REWORD or REWRITE) to _util.py; dated date
+    when given (else the suite's fixed date)."""
+    old, new, subject = change
+    util = upstream / UTIL
+    text = util.read_text()
+    assert text.count(old) == 1, old
+    util.write_text(text.replace(old, new))
+    env = dict(os.environ, GIT_AUTHOR_DATE=date, GIT_COMMITTER_DATE=date) if date else None
+    sh("git", "-C", upstream, "commit", "-qam", subject, env=env)

@@ -9,7 +9,7 @@ import pytest
 
 from patchkit import check as check_mod, patchset, series as series_mod
 from patchkit.cli import main
-from helpers import ROOT, sh, state_of
+from helpers import REWORD, REWRITE, ROOT, sh, state_of, upstream_moves
 
 UTIL = "tensorrt_llm/_torch/pyexecutor/_util.py"
 
@@ -97,12 +97,7 @@ def test_summary_agrees_with_a_patch_already_upstream(upstream, tmp_path, capsys
 
 def _rewrite_a_removed_line(upstream: Path) -> None:
     """Upstream rewrote a line the fix removes: neither a plain nor a 3-way apply can work."""
-    util = upstream / UTIL
-    text = util.read_text()
-    old = "        max_seq_len = fallback_max_seq_len or self._max_seq_len\n"
-    assert text.count(old) == 1
-    util.write_text(text.replace(old, "        max_seq_len = self._max_seq_len if fallback_max_seq_len is None else fallback_max_seq_len\n"))
-    commit_all(upstream, "Treat a zero fallback as a fallback")
+    upstream_moves(upstream, REWRITE)
 
 
 def test_a_conflict_exits_3_shows_the_differing_lines_and_changes_nothing(upstream, tmp_path, capsys):
@@ -135,21 +130,11 @@ def _count(target: str) -> int:
     return len(patchset.load(ROOT, target).patches)
 
 
-def _drift_context(upstream: Path) -> None:
-    """Upstream edits a context line of the fix's hunk: 3-way merges it, a plain apply does not."""
-    util = upstream / UTIL
-    text = util.read_text()
-    old = "            head_dim = encoder_hidden_size // encoder_num_heads\n"
-    assert text.count(old) == 1
-    util.write_text(text.replace(old, "            head_dim = encoder_hidden_size // max(encoder_num_heads, 1)\n"))
-    commit_all(upstream, "Guard the head size division")
-
-
 def test_a_patch_that_needs_3way_exits_1_not_0(upstream, tmp_path, capsys):
     """#33 item 5: make check exited 0 when a patch applied only with a 3-way merge, so CI stayed
     green on a set that must be refreshed. Only a plain apply of every patch is exit 0; 3-way is
     exit 1, said on stderr as check's verdict, with make radar as the way on."""
-    _drift_context(upstream)
+    upstream_moves(upstream, REWORD)  # a context line of the hunk: 3-way merges it
     src = clone_of(upstream, tmp_path)
     before = state_of(src)
     code, out, err = run_check(src, capsys)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, copy_root, sh, tiered
+from helpers import REWRITE, ROOT, copy_root, sh, tiered, upstream_moves
 
 UTIL = "tensorrt_llm/_torch/pyexecutor/_util.py"
 SIGNOFF = "Jane Developer <jane@example.com>"
@@ -252,11 +252,7 @@ def test_a_conflict_3way_cannot_merge_points_at_threeway_keep_and_it_runs(upstre
     radar, whose advice was "rework the patch by hand", with no command. Its hint is THREEWAY=keep
     now, which runs as printed and leaves the conflict to resolve; make radar follows on stdout."""
     _root, env = shell_env
-    util = upstream / UTIL
-    old = "        max_seq_len = fallback_max_seq_len or self._max_seq_len\n"
-    util.write_text(util.read_text().replace(old, "        max_seq_len = self._max_seq_len if fallback_max_seq_len "
-                                                  "is None else fallback_max_seq_len\n"))
-    sh("git", "-C", upstream, "commit", "-qam", "Treat a zero fallback as a fallback")
+    upstream_moves(upstream, REWRITE)
     clone = tmp_path / "clone"
     sh("git", "clone", "-q", upstream.as_uri(), clone)
     res = run(["make", "-s", "apply", "TRTLLM=main", f"TRTLLM_SRC={clone}", "THREEWAY=1"], env)

@@ -21,32 +21,23 @@ import pytest
 from patchkit import apply as apply_mod, patchset
 from patchkit.cli import main
 from patchkit.errors import Conflict
-from helpers import ROOT, copy_root, sh, state_of
+from helpers import REWORD, REWRITE, ROOT, UTIL, copy_root, sh, state_of, upstream_moves
 
-UTIL = "tensorrt_llm/_torch/pyexecutor/_util.py"
-REMOVED = "        max_seq_len = fallback_max_seq_len or self._max_seq_len\n"
-REWRITTEN = "        max_seq_len = self._max_seq_len if fallback_max_seq_len is None else fallback_max_seq_len\n"
+REMOVED, REWRITTEN, _ = REWRITE
 MARKERS = re.compile(r"^<<<<<<< [^\n]*\n(.*?)^=======\n(.*?)^>>>>>>> [^\n]*\n", re.M | re.S)
+
+
+# Upstream's next commit, a few days after the sets were verified (radar's default SINCE is main
+# as of that day: the commit is in its range).
+LATER = "2026-12-03T12:00:00+00:00"
 
 
 def conflicting(upstream: Path, tmp_path: Path) -> Path:
     """Upstream rewrites a line the fix removes (neither a plain nor a 3-way apply can work); a user's clone."""
-    util = upstream / UTIL
-    text = util.read_text()
-    assert text.count(REMOVED) == 1
-    util.write_text(text.replace(REMOVED, REWRITTEN))
-    upstream_commit(upstream, "Treat a zero fallback as a fallback")
+    upstream_moves(upstream, REWRITE, LATER)
     clone = tmp_path / "clone"
     sh("git", "clone", "-q", upstream.as_uri(), clone)
     return clone
-
-
-def upstream_commit(upstream: Path, subject: str) -> None:
-    """Upstream's next commit, a few days after the sets were verified (radar's default SINCE is
-    main as of that day: the commit is in its range)."""
-    later = "2026-12-03T12:00:00+00:00"
-    sh("git", "-C", upstream, "commit", "-qam", subject, env=dict(os.environ, GIT_AUTHOR_DATE=later,
-                                                                 GIT_COMMITTER_DATE=later))
 
 
 def resolve_with_the_patch(checkout: Path) -> None:
@@ -193,10 +184,7 @@ def test_the_branch_of_an_earlier_apply_is_rebuilt_and_radars_hint_runs_as_print
     env = make_env(root, tmp_path)
     assert run_line(f"make -s apply TRTLLM=main TRTLLM_SRC={clone}", env).returncode == 0
     old = sh("git", "-C", clone, "rev-parse", "overlay/main").stdout.strip()
-    util = upstream / UTIL
-    util.write_text(util.read_text().replace("encoder_hidden_size // encoder_num_heads\n",
-                                             "encoder_hidden_size // max(encoder_num_heads, 1)\n"))
-    upstream_commit(upstream, "Guard the head size division")
+    upstream_moves(upstream, REWORD, LATER)
     sh("git", "-C", clone, "fetch", "-q")
     radar = run_line(f"make -s radar TRTLLM=main TRTLLM_SRC={clone}", env)
     assert radar.returncode == 2 and "verdict: 0001-" in radar.stdout and "3-way merges it" in radar.stdout

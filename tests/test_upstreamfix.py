@@ -13,7 +13,7 @@ from patchkit import miniature, patchset, series
 from patchkit.cli import main
 from patchkit.delta import upstreamfix
 from patchkit.git import Repo
-from helpers import ROOT, build_once, copy_root, sh, state_of
+from helpers import REWORD, ROOT, build_once, copy_root, sh, state_of, upstream_moves
 
 UTIL = "tensorrt_llm/_torch/pyexecutor/_util.py"
 
@@ -117,12 +117,7 @@ def test_delta_gives_its_own_verdict_and_exits_0(fixed_clone, tmp_path, capsys):
 
 
 def _reword_context(upstream: Path) -> None:
-    util = upstream / UTIL
-    text = util.read_text()
-    old = "            head_dim = encoder_hidden_size // encoder_num_heads\n"
-    assert text.count(old) == 1
-    util.write_text(text.replace(old, "            head_dim = encoder_hidden_size // max(encoder_num_heads, 1)\n"))
-    sh("git", "-C", upstream, "commit", "-qam", "Guard the head size division")
+    upstream_moves(upstream, REWORD)
 
 
 @pytest.mark.slow  # a second variant built for this test: make test-slow (.ci/run)

@@ -12,11 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from helpers import sh, state_of
+from helpers import REWORD, REWRITE, sh, state_of, upstream_moves
 from robust.faults import Injector, sample
 
 MODES = ("fail", "kill-before", "kill-after")
-UTIL = "tensorrt_llm/_torch/pyexecutor/_util.py"
 
 
 def look(checkout: Path) -> dict:
@@ -31,19 +30,9 @@ def look(checkout: Path) -> dict:
     return seen
 
 
-def _change(upstream: Path, old: str, new: str, subject: str) -> None:
-    util = upstream / UTIL
-    text = util.read_text()
-    assert text.count(old) == 1
-    util.write_text(text.replace(old, new))
-    sh("git", "-C", upstream, "commit", "-qam", subject)
-
-
 def keep_template(tmp: Path, upstream: Path) -> tuple[Path, list[str], int]:
     """A clone of an upstream that rewrote a line our hunk removes: apply THREEWAY=keep (exit 1)."""
-    _change(upstream, "        max_seq_len = fallback_max_seq_len or self._max_seq_len\n",
-            "        max_seq_len = self._max_seq_len if fallback_max_seq_len is None else fallback_max_seq_len\n",
-            "Treat a zero fallback as a fallback")
+    upstream_moves(upstream, REWRITE)
     template = tmp / "template"
     sh("git", "clone", "-q", upstream.as_uri(), template)
     return template, ["apply", "--target", "main", "--threeway", "keep"], 1
@@ -55,8 +44,7 @@ def rebuild_template(tmp: Path, upstream: Path) -> tuple[Path, list[str], int]:
     template = tmp / "template"
     sh("git", "clone", "-q", upstream.as_uri(), template)
     assert Injector(tmp).run(["apply", "--target", "main", "--src", str(template)]).code == 0
-    _change(upstream, "            head_dim = encoder_hidden_size // encoder_num_heads\n",
-            "            head_dim = encoder_hidden_size // max(encoder_num_heads, 1)\n", "Guard the head size division")
+    upstream_moves(upstream, REWORD)
     sh("git", "-C", template, "fetch", "-q")
     return template, ["apply", "--target", "main", "--threeway"], 0
 
