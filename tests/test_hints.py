@@ -261,5 +261,5 @@ def test_a_conflict_3way_cannot_merge_points_at_threeway_keep_and_it_runs(upstre
     assert hint == f"make apply TRTLLM=main TRTLLM_SRC={clone} THREEWAY=keep"
     assert f"run: make radar TRTLLM=main TRTLLM_SRC={clone}" in res.stdout
     kept = run(hint, env)
-    assert kept.returncode == 2 and "Error 1" in kept.stderr and "git am -3 stopped at patch 1" in kept.stdout
+    assert kept.returncode == 2 and "Error 1" in kept.stderr and "git am -3 session stopped at patch 1" in kept.stdout
     assert sh("git", "-C", clone, "status", "--porcelain").stdout == f"UU {UTIL}\n"

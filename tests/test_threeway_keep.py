@@ -69,7 +69,7 @@ def test_keep_stops_in_a_real_git_am_session_with_markers_and_the_next_steps(ups
     # git's own session: it shows the patch it stopped at, with upstream's subject kept whole
     current = sh("git", "-C", clone, "am", "--show-current-patch=diff").stdout
     assert current.startswith(f"diff --git a/{UTIL}") and re.search(r"^index [0-9a-f]{40}\.\.[0-9a-f]{40}", current, re.M)
-    assert f"git am -3 stopped at patch 1 of {len(patchset.load(ROOT, 'main').patches)} (0001-" in out
+    assert f"the git am -3 session stopped at patch 1 of {len(patchset.load(ROOT, 'main').patches)} (0001-" in out
     assert f"\n  {UTIL}\n" in out
     finish, abandon = hints(out)
     assert finish == (f"git -C {clone} add -- {UTIL} && git -C {clone} am --continue && "
@@ -100,7 +100,11 @@ def test_a_resolved_session_exported_applies_plainly_check_0_radar_nothing_to_do
     assert check.returncode == 0 and re.search(r"^main +main +\w+ +applies cleanly$", check.stdout, re.M), check.stdout
     radar = run_line(f"make -s radar TRTLLM=main TRTLLM_SRC={clone}", env)
     assert radar.returncode == 0, radar.stdout + radar.stderr
-    assert re.search(r"^verdict: nothing to do", radar.stdout, re.M) and "Treat a zero fallback" in radar.stdout
+    # export recorded the commit the resolved branch was built on (upstream's new main) as upstream.base:
+    # radar starts there, and nothing is to be done
+    base = sh("git", "-C", clone, "rev-parse", "origin/main").stdout.strip()
+    assert f"base: {base}" in (root / "patches" / "main" / "patchset.yaml").read_text()
+    assert re.search(r"^verdict: nothing to do", radar.stdout, re.M) and "(upstream.base)" in radar.stdout
     again = run_line(f"make -s apply TRTLLM=main TRTLLM_SRC={clone}", env)
     assert again.returncode == 0, again.stderr
     assert "rebuilt: overlay/main was apply's own" in again.stdout and "applied" in again.stdout

@@ -50,8 +50,8 @@ def session_lines(s) -> list[str]:
     """THREEWAY=keep: where the git am -3 session stopped and what to do there (the commands
     themselves follow as the result's hints)."""
     n = len(s.files)
-    return [f"git am -3 stopped at patch {s.at} of {s.of} ({s.patch}), merged from {s.base[:12]}, where the series "
-            f"applies as written: conflict markers in {n} file{'s' * (n != 1)}:",
+    return [f"the git am -3 session stopped at patch {s.at} of {s.of} ({s.patch}), merged from {s.base[:12]}, where "
+            f"the series applies as written: conflict markers in {n} file{'s' * (n != 1)}:",
             *(f"  {f}" for f in s.files),
             "edit each to the result you want (the patch's side is below =======), then run the first line below; "
             "the second gives the session up"]

@@ -155,8 +155,8 @@ def conclude(fx, res, ps: PatchSet, fix: Fix, repo: Repo, cands, at_since: Seque
         fx.verdict = (f"nothing to do: every patch applies at {res.until['rev']}; at SINCE {since[:12]} "
                       + ", ".join(f"{s.name} did not ({a.kind})" for s, a in was)
                       + ": the series was made anew after SINCE, on a later commit than its upstream.base")
-        fx.todo = (f"nothing; record the commit the series was made on as upstream.base in {where}, so that "
-                   "radar starts there")
+        fx.todo = (f"nothing; make export of the branch the series was made on records that commit as "
+                   f"upstream.base in {where}, and radar starts there")
     else:
         status, paths = ("its status", "the stack's paths") if several else ("the set's status", "its paths")
         fx.verdict = (f"nothing to do: no commit of {since[:12]}..{until[:12]} changes {status} "
