@@ -40,10 +40,13 @@ PR         ?=
 COMMIT     ?=
 BEFORE     ?=
 AFTER      ?=
+# make test and make test-slow: N names the N slowest cases with their times (pytest's
+# --durations); .ci/run sets it, a developer's loop stays short without it.
+DURATIONS  ?=
 
 # Variables reach the CLI through the environment ("$$VAR"), never pasted into the shell line:
 # BRANCH='x;touch /tmp/p' or SIGNOFF with quotes, backticks or $$(...) stays one argument.
-export AUTHOR BASE BRANCH BUILD BUILDER DEST FIX FIXID FORK GPU_RUNNER MODE REGISTRY REPORT REPORTS SIGNOFF SINCE THREEWAY TLS_VERIFY TRTLLM TRTLLM_SRC TRTLLM_URL UNTIL VARIANT PR COMMIT BEFORE AFTER
+export AUTHOR BASE BRANCH BUILD BUILDER DEST FIX FIXID FORK GPU_RUNNER MODE REGISTRY REPORT REPORTS SIGNOFF SINCE THREEWAY TLS_VERIFY TRTLLM TRTLLM_SRC TRTLLM_URL UNTIL VARIANT PR COMMIT BEFORE AFTER DURATIONS
 
 # A variable with a value reaches the CLI as its flag when the user gave it (on make's command
 # line, even empty: make drops leading blanks, so GPU_RUNNER=' ' is empty to make) or it holds
@@ -70,8 +73,8 @@ $(VENV)/.test-installed: $(SETUP) $(HOOKS)
 	rm -rf $(VENV)/.warm && mkdir $(VENV)/.warm && $(PATCHKIT) --quiet miniature --dest $(VENV)/.warm/upstream >/dev/null && { $(PATCHKIT) --quiet lint --target main --src $(VENV)/.warm/upstream --report $(VENV)/.warm/main.json >/dev/null; rc=$$?; rm -rf $(VENV)/.warm; [ $$rc -le 1 ]; } && touch $@
 
 demo: $(SETUP) $(HOOKS) ; $(PATCHKIT) demo --workdir="$$BUILD/demo" $(call given,SIGNOFF,--signoff) ## the main job end to end on the built-in miniature upstream (BUILD, SIGNOFF)
-test: $(TEST_SETUP) ; $(PYTEST) -q -n 2 --dist loadscope ## the test suite, on two processes (pytest-xdist): one case of each behaviour, under a minute
-test-slow: $(TEST_SETUP) ; $(PYTEST) -q -n 2 --dist loadscope -m 'slow or exhaustive' ## what make test leaves to CI (.ci/run runs it next): the sweeps, the second cases, every fault point
+test: $(TEST_SETUP) ; $(PYTEST) -q -n 2 --dist loadscope $(call given,DURATIONS,--durations) ## the test suite, on two processes (pytest-xdist): one case of each behaviour, under a minute (DURATIONS)
+test-slow: $(TEST_SETUP) ; $(PYTEST) -q -n 2 --dist loadscope -m 'slow or exhaustive' $(call given,DURATIONS,--durations) ## what make test leaves to CI (.ci/run runs it next): the sweeps, the second cases, every fault point (DURATIONS)
 # MkDocs (pyproject's docs extra), only for make docs.
 $(VENV)/.docs-installed: $(SETUP)
 	$(VENV)/bin/pip install -q --disable-pip-version-check -e '.[docs]' && touch $@
@@ -83,7 +86,7 @@ radar: $(SETUP) ; $(PATCHKIT) radar --target="$$TRTLLM" --src="$$TRTLLM_SRC" --o
 backport: $(SETUP) ; $(PATCHKIT) backport --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,TRTLLM_URL,--url) $(call given,PR,--pr) $(call given,COMMIT,--commit) $(call given,BEFORE,--before) $(call given,AFTER,--after) ## carry an upstream PR (or COMMIT) as a fix of the stack, measured, written all or nothing (TRTLLM, PR, COMMIT, BEFORE, AFTER, TRTLLM_SRC, TRTLLM_URL)
 miniature: $(SETUP) ; $(PATCHKIT) miniature --dest="$$DEST" $(call given,VARIANT,--variant) ## build the miniature upstream (DEST, VARIANT)
 targets: $(SETUP) ; $(PATCHKIT) targets ## list the patch sets
-bench: $(SETUP) $(HOOKS) ; $(PATCHKIT) bench --workdir="$$BUILD/bench" ## measure cold apply, a full delta, the image build and the waiver step (BUILD)
+bench: $(SETUP) $(HOOKS) ; $(PATCHKIT) bench --workdir="$$BUILD/bench" ## measure cold apply, a full delta, the image build, the waiver step (BUILD)
 delta: $(SETUP) ; $(PATCHKIT) delta --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,TRTLLM_URL,--url) $(call given,MODE,--mode) $(call given,FIXID,--fix-id) $(call given,REPORT,--report) $(call given,BASE,--base) $(call given,BUILDER,--builder) ## each fix's tests without it and with the whole stack, measured and graded (TRTLLM, TRTLLM_SRC, MODE, FIXID, REPORT, BASE, BUILDER)
 waivers: $(SETUP) ; $(PATCHKIT) waivers --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,TRTLLM_URL,--url) ## which waives.txt lines skip the set's tests at its ref and after the set, and its edit as -/+ lines (TRTLLM, TRTLLM_SRC)
 lint: $(SETUP) $(HOOKS) ; $(PATCHKIT) lint --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,TRTLLM_URL,--url) $(call given,REPORT,--report) $(if $(FIX),--fix) ## upstream's own pre-commit hooks at their pinned revs on the series' files; FIX=1 mends the series (TRTLLM, TRTLLM_SRC, TRTLLM_URL, REPORT, FIX)
