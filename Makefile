@@ -40,13 +40,14 @@ PR         ?=
 COMMIT     ?=
 BEFORE     ?=
 AFTER      ?=
+SECTION    ?=
 # make test and make test-slow: N names the N slowest cases with their times (pytest's
 # --durations); .ci/run sets it, a developer's loop stays short without it.
 DURATIONS  ?=
 
 # Variables reach the CLI through the environment ("$$VAR"), never pasted into the shell line:
 # BRANCH='x;touch /tmp/p' or SIGNOFF with quotes, backticks or $$(...) stays one argument.
-export AUTHOR BASE BRANCH BUILD BUILDER DEST FIX FIXID FORK GPU_RUNNER MODE REGISTRY REPORT REPORTS SIGNOFF SINCE THREEWAY TLS_VERIFY TRTLLM TRTLLM_SRC TRTLLM_URL UNTIL VARIANT PR COMMIT BEFORE AFTER DURATIONS
+export AUTHOR BASE BRANCH BUILD BUILDER DEST FIX FIXID FORK GPU_RUNNER MODE REGISTRY REPORT REPORTS SIGNOFF SINCE THREEWAY TLS_VERIFY TRTLLM TRTLLM_SRC TRTLLM_URL UNTIL VARIANT PR COMMIT BEFORE AFTER SECTION DURATIONS
 
 # A variable with a value reaches the CLI as its flag when the user gave it (on make's command
 # line, even empty: make drops leading blanks, so GPU_RUNNER=' ' is empty to make) or it holds
@@ -86,7 +87,7 @@ radar: $(SETUP) ; $(PATCHKIT) radar --target="$$TRTLLM" --src="$$TRTLLM_SRC" --o
 backport: $(SETUP) ; $(PATCHKIT) backport --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,TRTLLM_URL,--url) $(call given,PR,--pr) $(call given,COMMIT,--commit) $(call given,BEFORE,--before) $(call given,AFTER,--after) ## carry an upstream PR (or COMMIT) as a fix of the stack, measured, written all or nothing (TRTLLM, PR, COMMIT, BEFORE, AFTER, TRTLLM_SRC, TRTLLM_URL)
 miniature: $(SETUP) ; $(PATCHKIT) miniature --dest="$$DEST" $(call given,VARIANT,--variant) ## build the miniature upstream (DEST, VARIANT)
 targets: $(SETUP) ; $(PATCHKIT) targets ## list the patch sets
-bench: $(SETUP) $(HOOKS) ; $(PATCHKIT) bench --workdir="$$BUILD/bench" ## measure cold apply, a full delta, the image build, the waiver step (BUILD)
+bench: $(SETUP) $(HOOKS) ; $(PATCHKIT) bench --workdir="$$BUILD/bench" $(call given,SECTION,--only) ## speed goals beside measured figures, ratios paired; SECTION=<name> measures one (BUILD, SECTION)
 delta: $(SETUP) ; $(PATCHKIT) delta --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,TRTLLM_URL,--url) $(call given,MODE,--mode) $(call given,FIXID,--fix-id) $(call given,REPORT,--report) $(call given,BASE,--base) $(call given,BUILDER,--builder) ## each fix's tests without it and with the whole stack, measured and graded (TRTLLM, TRTLLM_SRC, MODE, FIXID, REPORT, BASE, BUILDER)
 waivers: $(SETUP) ; $(PATCHKIT) waivers --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,TRTLLM_URL,--url) ## which waives.txt lines skip the set's tests at its ref and after the set, and its edit as -/+ lines (TRTLLM, TRTLLM_SRC)
 lint: $(SETUP) $(HOOKS) ; $(PATCHKIT) lint --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,TRTLLM_URL,--url) $(call given,REPORT,--report) $(if $(FIX),--fix) ## upstream's own pre-commit hooks at their pinned revs on the series' files; FIX=1 mends the series (TRTLLM, TRTLLM_SRC, TRTLLM_URL, REPORT, FIX)

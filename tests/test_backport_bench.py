@@ -19,9 +19,11 @@ def test_the_backport_bench_carries_the_pr_and_receives_less_than_a_full_clone(t
     assert "of a full clone's" in backport.render(b)
 
 
-def test_the_stack_bench_builds_ten_fixes_with_backport_and_times_check_and_a_cold_apply(tmp_path):
+def test_the_stack_bench_builds_ten_fixes_with_backport_and_pairs_check_and_a_cold_apply(tmp_path):
     from patchkit.bench import stacked
-    b = stacked.stack_bench(ROOT, tmp_path / "bench", shape=SHAPE, repeat=1)
+    b = stacked.stack_bench(ROOT, tmp_path / "bench", shape=SHAPE, runs=2)
     assert (b.fixes, b.patches) == (10, 30) and b.one_patches == 2
-    assert min(b.apply_seconds, b.one_apply_seconds, b.check_seconds, b.one_check_seconds) > 0
-    assert "a stack of 10 fixes (30 patches" in stacked.render(b)
+    for pair in (b.apply, b.check):  # the stack's runs (A) against the one-fix set's (B), two pairs each
+        assert len(pair.a) == len(pair.b) == 2 and min(pair.a + pair.b) > 0
+    assert [f.met for f in b.figures()] == [b.apply.ratio <= 2, b.check.ratio <= 2]
+    assert "a stack of 10 fixes (30 patches" in stacked.render(b) and "alternating pairs" in stacked.render(b)

@@ -242,7 +242,7 @@ def test_a_mount_left_by_a_killed_bench_is_cleaned_by_the_next(tmp_path, unmount
     monkeypatch.delenv("CONTAINERS_STORAGE_CONF")
     if not _mounted(store):
         pytest.skip("overlay storage does not mount here")
-    monkeypatch.setattr(bench, "SECTIONS", (lambda root, w, opt: shutil.rmtree(w) or "cleared",))
+    monkeypatch.setattr(bench, "SECTIONS", {"clone": lambda root, w, opt: shutil.rmtree(w) or "cleared"})
     assert bench.run(ROOT, work) == ["cleared"]
     assert _mounted(tmp_path) == []
 

@@ -11,9 +11,14 @@ or a str saying why it was skipped); report.py renders each kind of result:
 - lint.py: make lint on each set, cold, warm and again;
 - store.py: the container section's private image store, never left mounted;
 - backport.py: make backport of a pull request, cold, on the generated upstream;
-- stacked.py: make check and a cold make apply of a 10-fix stack against the one-fix set;
-- demo.py: make demo, the whole command, on a fresh clone (setup included) and warm.
-A new section: its module, its renderer in report.RENDER, and its line in SECTIONS.
+- stacked.py: check and a cold apply of a 10-fix stack against the one-fix set, paired;
+- raw.py: make check against raw git apply --cached --check, a cold make apply against the
+  route by hand, paired; patchkit --version and make help;
+- demo.py: make demo, the whole command, on a fresh clone (setup included) and warm;
+- loop.py: make test, wall and CPU seconds;
+- measure.py: how a command is timed, ratios paired, figures set beside their goals.
+A new section: its module, its renderer in report.RENDER, and its line in SECTIONS. A section
+runs alone by its name (--only, make's SECTION): a developer measures one figure in seconds.
 """
 from __future__ import annotations
 
@@ -22,34 +27,60 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import backport, clone, container, delta, demo, lint, radar, report, stacked, store, waivers
+from ..errors import BadInput
+from . import backport, clone, container, delta, demo, lint, loop, measure, radar, raw, report, stacked, store, waivers
 
 
 @dataclass(frozen=True)
 class Options:
     files: int | None = None  # of the generated upstream (default: its real proportions)
     commits: int | None = None
+    only: tuple[str, ...] = ()  # section names (default: every section)
 
 
-# What make bench measures, in order: (root, workdir, options) -> a result.
-SECTIONS: tuple[Callable[[Path, Path, Options], Any], ...] = (
-    lambda root, work, opt: clone.sized(root, work, opt.files, opt.commits),
-    lambda root, work, opt: delta.delta_bench(root, work),
-    lambda root, work, opt: container.container_bench(root, work),
-    lambda root, work, opt: waivers.waiver_bench(root, work),
-    lambda root, work, opt: radar.radar_bench(root, work),
-    lambda root, work, opt: lint.lint_bench(root, work),
-    lambda root, work, opt: backport.backport_bench(root, work),
-    lambda root, work, opt: stacked.stack_bench(root, work),
-    lambda root, work, opt: demo.demo_bench(root, work),
-)
+# What make bench measures, in order, by name: (root, workdir, options) -> a result.
+SECTIONS: dict[str, Callable[[Path, Path, Options], Any]] = {
+    "clone": lambda root, work, opt: clone.sized(root, work, opt.files, opt.commits),
+    "delta": lambda root, work, opt: delta.delta_bench(root, work),
+    "container": lambda root, work, opt: container.container_bench(root, work),
+    "waivers": lambda root, work, opt: waivers.waiver_bench(root, work),
+    "radar": lambda root, work, opt: radar.radar_bench(root, work),
+    "lint": lambda root, work, opt: lint.lint_bench(root, work),
+    "backport": lambda root, work, opt: backport.backport_bench(root, work),
+    "stack": lambda root, work, opt: stacked.stack_bench(root, work),
+    "check": lambda root, work, opt: raw.check_bench(root, work),
+    "apply": lambda root, work, opt: raw.apply_bench(root, work),
+    "startup": lambda root, work, opt: raw.startup_bench(root, work),
+    "demo": lambda root, work, opt: demo.demo_bench(root, work),
+    "test": lambda root, work, opt: loop.loop_bench(root, work),
+}
+
+
+def chosen(only: tuple[str, ...]) -> list[str]:
+    """The sections to run, in make bench's order: those named (split at commas and blanks),
+    or every one; a name that is no section is refused, naming the sections."""
+    if any(not word.replace(",", " ").strip() for word in only):
+        raise BadInput(f"an empty section name; the sections: {', '.join(SECTIONS)}")
+    names = [n for word in only for n in word.replace(",", " ").split()]
+    unknown = [n for n in names if n not in SECTIONS]
+    if unknown:
+        raise BadInput(f"no bench section {unknown[0]!r}; the sections: {', '.join(SECTIONS)}")
+    return [n for n in SECTIONS if n in names] if names else list(SECTIONS)
 
 
 def run(root: Path, workdir: Path, options: Options = Options()) -> list[Any]:
-    """Every section's result, in order. A run killed before may have left the image store
-    mounted under workdir: it is swept first, or the sections could not clear their folders."""
+    """Each chosen section's result, in order (a command a section could not measure: one line
+    saying so). A run killed before may have left the image store mounted under workdir: it
+    is swept first, or the sections could not clear their folders."""
+    names = chosen(options.only)
     store.sweep(workdir)
-    return [section(root, workdir, options) for section in SECTIONS]
+    out = []
+    for name in names:
+        try:
+            out.append(SECTIONS[name](root, workdir, options))
+        except measure.Failed as exc:
+            out.append(f"{name}: could not measure: {exc}")
+    return out
 
 
 render = report.results

@@ -18,6 +18,7 @@ from .. import patchset, progress
 from ..backport import command
 from ..git import Identity, Repo, clone
 from . import generate
+from .measure import Figure
 
 NUMBER = "424242"
 AHEAD = 40  # commits main moved on after the PR branched
@@ -41,6 +42,10 @@ class BackportBench:
     @property
     def share(self) -> float:
         return self.received_bytes / max(self.full_bytes, 1)
+
+    def figures(self) -> list[Figure]:
+        return [Figure("backport, cold: bytes / a full clone's", f"{100 * self.share:.2f} %",
+                       f"under {100 * self.goal:.0f} %", self.share < self.goal)]
 
 
 def backport_bench(root: Path, workdir: Path, target: str = "rc25", shape: generate.Shape | None = None) -> BackportBench:

@@ -21,7 +21,8 @@ from pathlib import Path
 from .. import apply as apply_mod, patchset, progress
 from ..git import Identity, Repo, Sha, clone, partial_clone
 from ..model import PatchSet
-from . import generate
+from . import generate, measure
+from .measure import Figure
 
 GOAL = 0.005  # a cold apply receives at most 0.5 % of a full clone's bytes
 TARGETS = ("rc25", "main")
@@ -73,14 +74,14 @@ class CloneBench:
         return all(self.ratio(t, r.method) <= self.goal for t in {r.target for r in self.runs}
                    for r in self.runs if r.target == t and r.method in (NOW, THREEWAY_BASE))
 
+    def figures(self) -> list[Figure]:
+        worst = max(self.ratio(r.target, r.method) for r in self.runs if r.method in (NOW, THREEWAY_BASE))
+        return [Figure("cold apply's bytes / a full clone's (worst set)", f"{100 * worst:.2f} %",
+                       f"at most {100 * self.goal:.1f} %", self.goal_met)]
+
 
 def _du(path: Path) -> int:
     return sum(p.lstat().st_size for p in path.rglob("*") if p.is_file() or p.is_symlink())
-
-
-def _cpu() -> float:
-    t = os.times()
-    return t.user + t.system + t.children_user + t.children_system
 
 
 def clone_bench(root: Path, workdir: Path, shape: generate.Shape = generate.Shape(),
@@ -89,10 +90,10 @@ def clone_bench(root: Path, workdir: Path, shape: generate.Shape = generate.Shap
     if workdir.exists():
         shutil.rmtree(workdir)
     workdir.mkdir(parents=True)
-    cpu0 = _cpu()
+    cpu0 = measure.own_cpu()
     with progress.step(f"generating an upstream of {shape.files:,} files and {shape.commits:,} commits"):
         gen = generate.generate(root, workdir / "upstream.git", shape)
-    bench = CloneBench(gen.files, gen.dirs, gen.commits, gen.seconds, _cpu() - cpu0)
+    bench = CloneBench(gen.files, gen.dirs, gen.commits, gen.seconds, measure.own_cpu() - cpu0)
     url, up = gen.path.as_uri(), Repo(gen.path)
 
     # One full clone serves every target (it holds every ref); its time counts for each.

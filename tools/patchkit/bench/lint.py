@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import miniature, patchset, proc, progress
+from .measure import Figure
 
 TARGET_WARM_SECONDS = 5.0
 
@@ -34,6 +35,10 @@ class LintRow:
 class LintBench:
     rows: tuple[LintRow, ...]
     target_seconds: float = TARGET_WARM_SECONDS
+
+    def figures(self) -> list[Figure]:
+        return [Figure(f"make lint {r.target}, warm", f"{r.warm:.1f} s", f"under {self.target_seconds:.0f} s",
+                       r.warm < self.target_seconds) for r in self.rows]
 
 
 class _Failed(Exception):
@@ -82,10 +87,9 @@ def lint_bench(root: Path, workdir: Path) -> LintBench | str:
 
 def render(b: LintBench) -> str:
     lines = []
-    for r in b.rows:
-        met = "met" if r.warm < b.target_seconds else "NOT met"
+    for r, f in zip(b.rows, b.figures()):
         lines.append(f"make lint {r.target}: cold {r.cold:.1f} s (hook tools installed from the wheelhouse), "
-                     f"warm {r.warm:.1f} s (tools cached, every hook runs; target under {b.target_seconds:.0f} s: {met}), "
+                     f"warm {r.warm:.1f} s (tools cached, every hook runs; target under {b.target_seconds:.0f} s: {f.verdict}), "
                      f"again {r.again:.1f} s (same series: the memo's verdict); {'passes' if r.ok else 'FAILS'}")
         hooks = sum(s for _, s in r.hooks)
         lines.append("  warm, where the time goes: " + "; ".join(f"{h} {s:.2f} s" for h, s in r.hooks)

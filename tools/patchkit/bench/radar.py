@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import random
 import re
-import resource
 import shutil
 import time
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from .. import miniature, minihistory, patchset, progress
 from ..git import Repo, clone
 from ..radar import command
 from ..upstream import obtain
-from . import generate
+from . import generate, measure
 
 COMMITS = 5_000
 SET_TOUCHES = 300  # commits of those that change the set's files
@@ -50,6 +49,14 @@ class RadarBench:
     def share(self) -> float:
         return self.received_bytes / max(self.full_bytes, 1)
 
+    def figures(self) -> list[measure.Figure]:
+        return [measure.Figure(f"radar, cold, over {self.commits_in_range:,} commits: bytes / a full clone's",
+                               f"{100 * self.share:.2f} %", f"under {100 * self.goal:.0f} %", self.share < self.goal),
+                measure.Figure("radar, cold: wall", f"{self.seconds:.1f} s", f"under {self.target_seconds:.0f} s",
+                               self.seconds < self.target_seconds),
+                measure.Figure("radar names the fix commit it was given", "yes" if self.found_commit == self.fix_commit
+                               else "no", "yes", self.found_commit == self.fix_commit)]
+
 
 def radar_bench(root: Path, workdir: Path, target: str = "main", shape: generate.Shape | None = None,
                 commits: int = COMMITS, touches: int = SET_TOUCHES) -> RadarBench:
@@ -68,22 +75,16 @@ def radar_bench(root: Path, workdir: Path, target: str = "main", shape: generate
     full = Repo(workdir / "radar-full").object_stats().pack_bytes
     ps = patchset.load(root, target)
     with progress.timings() as steps, progress.step(f"measuring: make radar {target}, cold"):
-        t0, cpu0 = time.perf_counter(), _cpu()
+        t0, cpu0 = time.perf_counter(), measure.own_cpu()
         repo, _ = obtain(ps, workdir / "radar-clone", up.as_uri())
         res = command.radar(ps, repo, since=since)
-        seconds, cpu = time.perf_counter() - t0, _cpu() - cpu0
+        seconds, cpu = time.perf_counter() - t0, measure.own_cpu() - cpu0
     received = Repo(workdir / "radar-clone").object_stats().pack_bytes
     tests = next((f.tests for f in res.fixes if f.kind == "ours"), res.fixes[0].tests)  # the own fix upstream fixed
     found = next((c["commit"] for c in tests["changes"] if c["fixed"]), "")
     return RadarBench(res.commits_in_range, res.candidates, tests["probes"], tests["budget"], seconds,
                       received, full, fix, found, tuple(s for s in steps if not s[0].startswith("measuring")), cpu,
                       os.getloadavg()[0])
-
-
-def _cpu() -> float:
-    """CPU seconds of this process and of its children that have ended (git, pytest)."""
-    return sum(getattr(resource.getrusage(who), f) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
-               for f in ("ru_utime", "ru_stime"))
 
 
 def _grow(root: Path, repo: Repo, commits: int, touched: int) -> tuple[str, str]:

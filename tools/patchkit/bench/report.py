@@ -8,7 +8,8 @@ from .clone import FULL, NOW, TARGETS, THREEWAY_BASE, CloneBench
 from .container import ContainerBench
 from .delta import DeltaBench
 from .waivers import WaiverBench
-from . import backport, demo, lint, radar, stacked
+from .measure import Figure
+from . import backport, demo, lint, loop, radar, raw, stacked
 
 
 def _size(n: float) -> str:
@@ -43,7 +44,7 @@ def clone_bench(b: CloneBench) -> str:
         rest = r.seconds - sum(s for _, s in inner)
         lines.append(f"{target}, steps of the cold apply now: "
                      + "; ".join(f"{name} {s:.2f} s" for name, s in inner + [("the rest", rest)]))
-    verdict = "met" if b.goal_met else "NOT met"
+    verdict = b.figures()[0].verdict
     worst = max(b.ratio(r.target, r.method) for r in b.runs if r.method in (NOW, THREEWAY_BASE))
     lines.append(f"goal: a cold apply (THREEWAY too, with its base on demand) receives at most {100 * b.goal:.1f} % "
                  f"of a full clone's bytes: {verdict} "
@@ -52,9 +53,9 @@ def clone_bench(b: CloneBench) -> str:
 
 
 def delta_bench(b: DeltaBench) -> str:
-    verdict = "under" if b.seconds < b.target_seconds else "OVER"
-    return (f"source-mode delta {b.target} (both trees, {b.cases} cases each): {b.seconds:.2f} s "
-            f"({verdict} the {b.target_seconds:.0f} s target)\n  steps: "
+    verdict = b.figures()[0].verdict
+    return (f"source-mode delta {b.target} (both trees, {b.cases} cases each): {b.seconds:.2f} s, median of {b.runs} "
+            f"(fastest {b.fastest:.2f} s); goal under {b.target_seconds:.0f} s: {verdict}\n  steps: "
             + "; ".join(f"{short_step(name)} {s:.2f} s" for name, s in b.steps))
 
 
@@ -77,8 +78,25 @@ def waiver_bench(b: WaiverBench) -> str:
 RENDER = {CloneBench: clone_bench, DeltaBench: delta_bench, ContainerBench: container_bench, WaiverBench: waiver_bench,
           radar.RadarBench: radar.render, lint.LintBench: lint.render,
           backport.BackportBench: backport.render, stacked.StackBench: stacked.render, demo.DemoBench: demo.render,
-          str: str}
+          raw.CheckBench: raw.render_check, raw.ApplyBench: raw.render_apply, raw.StartupBench: raw.render_startup,
+          loop.LoopBench: loop.render, str: str}
+
+
+def figures(results: list[Any]) -> list[Figure]:
+    """Every measured figure that has a goal, in the order of the sections."""
+    return [f for b in results if hasattr(b, "figures") for f in b.figures()]
+
+
+def goals(results: list[Any]) -> str:
+    """All the figures beside their goals, in one table; the figures not met counted under it."""
+    found = figures(results)
+    if not found:
+        return ""
+    missed = sum(not f.met for f in found)
+    rows = [(f.what, f.measured, f.goal, f.verdict) for f in found]
+    return ("\n" + table(rows, ("figure", "measured", "goal", "")) + "\n"
+            + (f"{missed} of {len(found)} goals not met" if missed else f"all {len(found)} goals met"))
 
 
 def results(results: list[Any]) -> str:
-    return "\n".join(RENDER[type(b)](b) for b in results)
+    return "\n".join([RENDER[type(b)](b) for b in results] + ([goals(results)] if figures(results) else []))

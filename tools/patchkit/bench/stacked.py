@@ -2,9 +2,11 @@
 
 On the generated upstream (generate.py), nine pull requests of three commits each, branched
 from the rc25 tag, change generated files; make backport carries each onto rc25 (so the stack
-is built the way a user builds one): our fix and nine backports, 30 patches. Then, for
-the one-fix set and for the stack: a cold make apply (TRTLLM_SRC missing: the one-commit clone
-of the tag) and make check on that clone, best of a few runs each.
+is built the way a user builds one): our fix and nine backports, 30 patches. Then, paired
+(measure.paired: one, stack, one, stack, ... after an untimed run of each): a cold apply
+(TRTLLM_SRC missing: the one-commit clone of the tag) and check on that clone, each called in
+this process, so that what is compared is the cost per patch, not the interpreter's start
+(the same for both); the figure is the median of the per-pair ratios.
 """
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ from pathlib import Path
 from .. import apply as apply_mod, check, patchset, progress
 from ..backport import command
 from ..git import Identity, Repo
-from . import generate
+from . import generate, measure
+from .measure import Figure, Paired
 
 PULLS, COMMITS = 9, 3  # backports of COMMITS commits each (the first one more: 30 patches with rc25's two)
 FIRST = 510001  # their numbers
@@ -30,21 +33,24 @@ class StackBench:
     fixes: int
     patches: int
     one_patches: int
-    apply_seconds: float  # the stack's cold apply
-    one_apply_seconds: float
-    check_seconds: float
-    one_check_seconds: float
+    apply: Paired  # the stack's cold apply (A) against the one-fix set's (B)
+    check: Paired
     build_seconds: float  # the nine make backport runs that built the stack
     ratio: float = RATIO
 
     @property
     def ok(self) -> bool:
-        return (self.apply_seconds <= self.ratio * self.one_apply_seconds
-                and self.check_seconds <= self.ratio * self.one_check_seconds)
+        return self.apply.ratio <= self.ratio and self.check.ratio <= self.ratio
+
+    def figures(self) -> list[Figure]:
+        return [Figure(f"{self.fixes}-fix stack / one-fix set, cold apply", f"{self.apply.ratio:.2f}x",
+                       f"at most {self.ratio:.0f}x", self.apply.ratio <= self.ratio),
+                Figure(f"{self.fixes}-fix stack / one-fix set, check", f"{self.check.ratio:.2f}x",
+                       f"at most {self.ratio:.0f}x", self.check.ratio <= self.ratio)]
 
 
-def stack_bench(root: Path, workdir: Path, shape: generate.Shape | None = None, repeat: int = 3) -> StackBench:
-    """The measurement; shape smaller only in tests."""
+def stack_bench(root: Path, workdir: Path, shape: generate.Shape | None = None, runs: int = 5) -> StackBench:
+    """The measurement; shape smaller and runs fewer only in tests."""
     base = generate.shared(root, workdir, shape)
     up = workdir / "stack-upstream.git"
     project = workdir / "stack-root"
@@ -61,24 +67,34 @@ def stack_bench(root: Path, workdir: Path, shape: generate.Shape | None = None, 
                              pr=n)
         built = time.perf_counter() - t0
     one, ten = patchset.load(root, TARGET), patchset.load(project, TARGET)
-    times = {}
-    for name, ps in (("one", one), ("stack", ten)):
-        applies, checks = [], []
-        for i in range(repeat):
-            src = workdir / f"stack-{name}-{i}"
-            shutil.rmtree(src, ignore_errors=True)
-            with progress.step(f"measuring: cold apply of {name} ({len(ps.patches)} patches), {i + 1}/{repeat}"):
-                t0 = time.perf_counter()
-                apply_mod.apply(ps, src=src, url=up.as_uri())
-                applies.append(time.perf_counter() - t0)
-            with progress.step(f"measuring: check of {name}, {i + 1}/{repeat}"):
-                t0 = time.perf_counter()
-                check.check([ps], src=src)
-                checks.append(time.perf_counter() - t0)
-            shutil.rmtree(src, ignore_errors=True)
-        times[name] = (min(applies), min(checks))
-    return StackBench(len(ten.fixes), len(ten.patches), len(one.patches), times["stack"][0], times["one"][0],
-                      times["stack"][1], times["one"][1], built)
+    runs_of = {"one": _Runs(one, workdir / "stack-one", up.as_uri()), "stack": _Runs(ten, workdir / "stack-ten", up.as_uri())}
+    with progress.step(f"measuring: cold apply of the stack ({len(ten.patches)} patches) against the one-fix set's, "
+                       f"{runs} pairs"):
+        applies = measure.paired(f"make apply TRTLLM={TARGET} (the stack), cold", runs_of["stack"].apply,
+                                 f"make apply TRTLLM={TARGET} (one fix), cold", runs_of["one"].apply, runs)
+    with progress.step(f"measuring: check of the stack against the one-fix set's, {runs} pairs"):
+        checks = measure.paired(f"make check TRTLLM={TARGET} (the stack)", runs_of["stack"].check,
+                                f"make check TRTLLM={TARGET} (one fix)", runs_of["one"].check, runs)
+    for r in runs_of.values():
+        shutil.rmtree(r.src, ignore_errors=True)
+    return StackBench(len(ten.fixes), len(ten.patches), len(one.patches), applies, checks, built)
+
+
+class _Runs:
+    """A set's cold apply into src (cleared first, untimed) and its check there, each timed
+    in this process (measure.called)."""
+
+    def __init__(self, ps, src: Path, url: str) -> None:
+        self.ps, self.src, self.url = ps, src, url
+
+    def apply(self) -> measure.Timed:
+        shutil.rmtree(self.src, ignore_errors=True)
+        return measure.called(lambda: apply_mod.apply(self.ps, src=self.src, url=self.url))
+
+    def check(self) -> measure.Timed:
+        if not self.src.exists():
+            apply_mod.apply(self.ps, src=self.src, url=self.url)
+        return measure.called(lambda: check.check([self.ps], src=self.src))
 
 
 def _pulls(repo: Repo) -> list[str]:
@@ -105,9 +121,8 @@ def _pulls(repo: Repo) -> list[str]:
 
 
 def render(b: StackBench) -> str:
-    verdict = "within" if b.ok else "NOT within"
+    apply, check = b.figures()
     return (f"a stack of {b.fixes} fixes ({b.patches} patches; built by make backport in {b.build_seconds:.1f} s) "
-            f"against the one-fix set ({b.one_patches} patches), on {TARGET}: cold apply {b.apply_seconds:.2f} s vs "
-            f"{b.one_apply_seconds:.2f} s ({b.apply_seconds / max(b.one_apply_seconds, 1e-9):.2f}x), make check "
-            f"{b.check_seconds:.2f} s vs {b.one_check_seconds:.2f} s ({b.check_seconds / max(b.one_check_seconds, 1e-9):.2f}x): "
-            f"{verdict} the {b.ratio:.0f}x target")
+            f"against the one-fix set ({b.one_patches} patches), on {TARGET}, each called in-process:\n"
+            f"  cold apply {b.apply.text()}; goal {apply.goal}: {apply.verdict}\n"
+            f"  check {b.check.text()}; goal {check.goal}: {check.verdict}")

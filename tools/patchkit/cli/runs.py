@@ -195,7 +195,7 @@ def _summary(root, args):
 def _bench(root, args):
     from .. import bench
     work = args.workdir.resolve()
-    return bench.run(root, work, bench.Options(files=args.files, commits=args.commits))
+    return bench.run(root, work, bench.Options(files=args.files, commits=args.commits, only=tuple(args.only or ())))
 
 
 def _bench_text(res) -> str:

@@ -10,7 +10,8 @@
   deadline; clone.py: the clones;
 - history.py: a set's paths through history, slim commits to probe on (make radar);
 - changes.py: a pull request's own commits, the files a commit changes, trailers, range-diff
-  (make backport).
+  (make backport);
+- baseline.py: raw git as a person types it, the command lines make bench measures ours against.
 
 Where GitPython has no API for an operation (apply --cached, format-patch, archive,
 interpret-trailers, merge-file, sparse-checkout, fast-import, worktree ...), the facade calls
@@ -28,8 +29,9 @@ from .refs import fetch_command, ref_candidates, resolve_target_ref, short_ref
 from .transfer import LOCAL_UPLOAD_PACK, ObjectStats, network_timeout
 from .repo import Repo, init
 from .clone import clone, partial_clone
+from . import baseline
 
-__all__ = ["LOCAL_UPLOAD_PACK", "POLICY", "ZERO", "CommitInfo", "TreeChange", "GitError", "Identity", "Index", "NotOnOrigin",
+__all__ = ["LOCAL_UPLOAD_PACK", "baseline", "POLICY", "ZERO", "CommitInfo", "TreeChange", "GitError", "Identity", "Index", "NotOnOrigin",
            "ObjectStats",
            "fetch_command",
            "Repo", "Result", "Sha", "check_ref_format", "clone", "identity_env", "init", "network_timeout",
