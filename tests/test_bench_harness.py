@@ -100,9 +100,9 @@ def test_make_tests_cpu_is_its_childrens_and_their_childrens_from_rusage(tmp_pat
 
 
 def test_a_failing_make_test_is_timed_and_said_and_meets_no_goal(tmp_path):
-    root = _project(tmp_path, "echo '1 failed, 2 passed in 0.01s'; exit 1")
+    root = _project(tmp_path, "echo 'FAILED tests/test_x.py::test_y - assert 1 == 2'; echo '1 failed, 2 passed in 0.01s'; exit 1")
     b = loop.loop_bench(root, tmp_path / "work")
-    assert (b.exit, b.said) == (2, "1 failed, 2 passed in 0.01s")  # make's own exit for a failed recipe
+    assert (b.exit, b.said) == (2, "1 failed, 2 passed in 0.01s; FAILED tests/test_x.py::test_y")  # make's exit: 2
     assert [f.met for f in b.figures()] == [False, False] and "(exit 2)" in b.figures()[0].measured
 
 

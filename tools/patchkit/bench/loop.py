@@ -60,6 +60,9 @@ def loop_bench(root: Path, workdir: Path, target: str = "test") -> LoopBench | s
         run = measure.timed(argv, cwd=root, env=env)
     lines = [line for line in run.result.stdout.splitlines() if re.search(r"\b(passed|failed|error|no tests ran)\b", line)]
     said = re.sub(r"^=+ | =+$", "", lines[-1].strip()) if lines else run.why()
+    failed = [line.split(" - ")[0] for line in run.result.stdout.splitlines() if line.startswith(("FAILED ", "ERROR "))]
+    if failed:  # which, so that a developer can run them alone
+        said += "; " + ", ".join(failed[:3]) + (f" and {len(failed) - 3} more" if failed[3:] else "")
     return LoopBench(" ".join(argv), run.wall, run.cpu, run.result.returncode, said, setup.wall, before, measure.load(),
                      os.cpu_count() or 1)
 
