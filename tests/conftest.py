@@ -164,3 +164,16 @@ def stack_template(tmp_path_factory, miniature_template):
         shutil.rmtree(src)
     return build_once(tmp_path_factory, "stack", build, leaf="root")
 
+
+
+@pytest.fixture
+def stacked(stack_template, upstream, tmp_path):
+    """(project, checkout): a copy of the stacked project (19450 under 19514 on rc25) and a clone
+    of the miniature with overlay/rc25 applied, as a maintainer has them before a daily verb."""
+    from patchkit import apply as apply_mod, patchset
+    root = tmp_path / "root"
+    shutil.copytree(stack_template, root)
+    src = tmp_path / "src"
+    sh("git", "clone", "-q", upstream.as_uri(), src)
+    apply_mod.apply(patchset.load(root, "rc25"), src=src)
+    return root, src

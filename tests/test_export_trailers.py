@@ -10,22 +10,11 @@ import shutil
 import pytest
 
 from helpers import sh
-from patchkit import apply as apply_mod, patchset
+from patchkit import patchset
 from patchkit.cli import main
 from patchkit.errors import BadInput
 from patchkit.git import Repo
 from patchkit.pr import export as export_mod
-
-
-@pytest.fixture
-def stacked(stack_template, upstream, tmp_path):
-    """A copy of the stacked project (19450 under 19514 on rc25) and overlay/rc25 applied in a clone."""
-    root = tmp_path / "root"
-    shutil.copytree(stack_template, root)
-    src = tmp_path / "src"
-    sh("git", "clone", "-q", upstream.as_uri(), src)
-    apply_mod.apply(patchset.load(root, "rc25"), src=src)
-    return root, src
 
 
 def _rebuild(src, order):

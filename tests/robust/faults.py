@@ -9,13 +9,15 @@ it, so its pid is known before it starts). Nested git calls (clone's upload-pack
 from __future__ import annotations
 
 import os
+import re
 import shutil
+from collections import Counter
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from helpers import ROOT
+from helpers import ROOT, state_of
 
 WRAPPER = r'''#!/bin/sh
 n=0; read n 2>/dev/null < "$FAULT_COUNTER"; n=$((n + 1))  # read, a builtin: no process per git call
@@ -80,3 +82,60 @@ def sample(total: int, k: int) -> list[int]:
     if k >= total:
         return list(range(1, total + 1))
     return sorted({1 + round(i * (total - 1) / (k - 1)) for i in range(k)}) if k > 1 else [1 + total // 2]
+
+
+def judge(name: str, fresh, run, look, points, modes=("fail", "kill-before", "kill-after")) -> Counter:
+    """A command run clean, then with a fault at each of points(total calls) in each mode, each
+    on a fresh copy (fresh(n) -> its checkout; run(checkout, n, mode) -> Run; look(checkout) ->
+    what the user sees). Counts the runs, the kills and each defect: a traceback, an exit 0
+    whose result differs from the clean run's, a failure said in more than one line, or a
+    failure that changed what look() sees."""
+    work = fresh(0)
+    clean = run(work)
+    assert clean.code == 0, clean.stderr
+    reference, total = look(work), clean.calls
+    counts: Counter = Counter()
+    for mode in modes:
+        for n in points(total):
+            work = fresh(n)
+            before = look(work)
+            res = run(work, n, mode)
+            counts["runs"] += 1
+            after = look(work)
+            problem = None
+            if "Traceback" in res.stderr:
+                problem = "traceback"
+            elif res.code == 0:
+                problem = None if after == reference else "exit 0 with a wrong result"
+                if problem:
+                    print("    differs in", [k for k in after if after[k] != reference[k]])
+            elif res.code > 0 and res.stderr.count("\n") != 1:
+                problem = "not one line"
+            elif after != before:
+                problem = "changed patches/ or the checkout"
+            counts["killed"] += res.code < 0
+            if problem:
+                counts[problem] += 1
+                print(f"  {name} {mode} at git call {n}/{total}: {problem} (exit {res.code}) {res.stderr.strip()[:300]}")
+    print(f"fault injection, {name}: {total} git calls, {counts['runs']} runs ({counts['killed']} killed): {dict(counts)}")
+    return counts
+
+
+def defects(counts) -> int:
+    """What judge() counted that is no run and no kill."""
+    return sum(v for k, v in counts.items() if k not in ("runs", "killed"))
+
+
+_DAY = re.compile(rb"^Last-Update: \d{4}-\d{2}-\d{2}$", re.M)
+
+
+def look(root: Path, checkout: Path, target: str = "rc25") -> dict:
+    """What a user sees of a run: the checkout (HEAD, refs, index entries, files, stash,
+    worktrees) and patches/<target>, whose Last-Update is the day a run writes (a sweep that
+    crosses midnight must not count it)."""
+    seen = state_of(checkout)
+    seen.pop("index")  # its stat data may be new; its entries are compared
+    seen["worktrees"] = seen["worktrees"].replace(str(checkout), "<checkout>")
+    seen["patches"] = sorted((p.name, _DAY.sub(b"Last-Update: <day>", p.read_bytes()))
+                             for p in (root / "patches" / target).iterdir())
+    return seen

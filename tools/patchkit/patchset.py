@@ -38,7 +38,7 @@ _EXPECTATION = S.record({"unpatched": S.optional(_COUNTS), "patched": S.optional
 # tests_only is what the file's paths say (model.is_test_path); the key is still read, and
 # must agree with them.
 _SERIES_ENTRY = S.one_of(S.string(), S.record({"file": S.string(), "tests_only": S.optional(S.boolean())}))
-_FIX_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+FIX_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _VARIANT_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 _SENTENCE_LIMIT = 600  # a sentence a reviewer reads in the PR body, not a narrative
 # What one fix declares (in a stack's fixes: list; or, for a one-fix set, at the top level).
@@ -150,7 +150,7 @@ def _fix(set_dir: Path, meta: dict, where: str, at: str) -> Fix:
     """One fix of the stack, its patches parsed; at: its key path in the file ('' at the top)."""
     key = (lambda k: f"{at}.{k}" if at else k)  # noqa: E731
     fix_id = str(meta["id"])
-    if not _FIX_ID.match(fix_id):
+    if not FIX_ID.match(fix_id):
         raise BadInput(f"{where}: {key('id')}: {fix_id[:70]!r} must be letters, digits, '.', '_' or '-' (e.g. 19514)")
     if meta["kind"] not in FIX_KINDS:
         raise BadInput(f"{where}: {key('kind')}: must be one of {', '.join(FIX_KINDS)}, not {meta['kind'][:40]!r}")

@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-KINDS = ("index", "merge", "export", "archive", "delta", "upstreamfix", "build", "backport", "am")
+KINDS = ("index", "merge", "export", "archive", "delta", "upstreamfix", "build", "backport", "am", "edit")
 HELD = ".patchkit-held"
 GRACE = 60.0  # seconds: a folder without its lock file yet may be one that is being made
 

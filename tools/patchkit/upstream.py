@@ -5,6 +5,7 @@ import contextlib
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
 from . import lock
@@ -49,6 +50,20 @@ def discard_clone(src: Path) -> None:
     """Remove a checkout this run cloned, and the folders made for it."""
     shutil.rmtree(src, ignore_errors=True)
     _remove_made(_MADE.pop(src, []), src)
+
+
+@contextlib.contextmanager
+def held(ps: PatchSet, src: Path, url: str | None, command: str) -> Iterator[tuple[Repo, bool]]:
+    """obtain() for a command that writes: the checkout's lock held for the body, and a clone
+    this run made discarded again when the body fails (a failure changes nothing)."""
+    with contextlib.ExitStack() as hold:
+        repo, cloned = obtain(ps, src, url, hold=hold, command=command)
+        try:
+            yield repo, cloned
+        except BaseException:
+            if cloned:
+                discard_clone(src)
+            raise
 
 
 def make_parents(src: Path, setting: str = "src") -> list[Path]:

@@ -14,7 +14,6 @@ changed: commits are fetched into no ref, trees are built in temporary indexes.
 """
 from __future__ import annotations
 
-import contextlib
 import datetime
 import re
 from dataclasses import dataclass, field, replace
@@ -23,13 +22,13 @@ from pathlib import Path
 from .. import patchset, scratch, series, stack
 from ..delta import measure as delta_measure
 from ..delta.run import Runner, SourceRunner
-from ..edit import metadata, patchfiles
+from ..edit import metadata, onref, patchfiles, text as edit_text
 from ..edit.write import SetEdit
 from ..errors import BadInput, Conflict, Hint
 from ..git import Repo, Sha, short_ref
 from ..model import BACKPORT, Fix, PatchSet, Status, Tests, is_test_path
-from ..text.table import table
-from ..upstream import base_of, discard_clone, obtain, refuse_symlinked_paths
+from .. import upstream
+from ..upstream import base_of, refuse_symlinked_paths
 from . import change as changes, patches as patch_files
 
 _BUG = re.compile(r"^\[(?:#(\d+)|(https?://\S+?))\]")  # upstream's PR titles: [#<issue>][fix] ..., [https://nvbugs/<n>][fix] ...
@@ -81,15 +80,8 @@ def backport(ps: PatchSet, *, root: Path, src: Path, url: str | None = None, pr:
         raise BadInput("say BEFORE or AFTER, not both", setting="before")
     day = today or datetime.date.today().isoformat()
     edit = SetEdit(root, ps.target, f"backport {ps.target}")  # the set as the run starts from it
-    with contextlib.ExitStack() as held:
-        repo, cloned = obtain(ps, src, url, hold=held, command=f"backport {ps.target}")
-        try:
-            return _backport(ps, repo, edit, pr, commit, before, after, day, runner)
-        except BaseException:
-            if cloned:
-                discard_clone(src)
-            raise
-    raise AssertionError("unreachable")
+    with upstream.held(ps, src, url, f"backport {ps.target}") as (repo, _cloned):
+        return _backport(ps, repo, edit, pr, commit, before, after, day, runner)
 
 
 def _backport(ps: PatchSet, repo: Repo, edit: SetEdit, pr: str | None, commit: str | None,
@@ -119,9 +111,8 @@ def _backport(ps: PatchSet, repo: Repo, edit: SetEdit, pr: str | None, commit: s
         new = replace(ps, fixes=stack.insert(ps, fix, before=before, after=after))
         result.placed = _placed(new, fix)
         refuse_symlinked_paths(repo, target, new)
-        bases = list(dict.fromkeys([ps.upstream.recorded_base, *(f.upstream_base for f in new.fixes if f.upstream_base)]))
-        applied = series.apply_series(repo, target, new.patches, threeway=True, merge_bases=bases,
-                                      committer_date=series.THROWAWAY_DATE, announce="applying the new stack:")
+        bases = onref.bases(new)
+        applied = onref.apply(repo, target, new, bases)
         mine = [o for o in applied.outcomes if stack.owner(new, o.patch).id == fix.id]
         if len(mine) == len(fix.patches) and all(o.status == series.UPSTREAM for o in mine):
             result.already = "by content: each of its patches applies in reverse"
@@ -182,19 +173,7 @@ def _refuse(repo: Repo, ps: PatchSet, applied: series.SeriesResult, ref: str, ta
                        f"{'are' if len(upstream) > 1 else 'is'} already in {short_ref(ref)} ({target[:12]}); carry its "
                        f"other commit(s) one by one ({', '.join(c[:12] for c in rest)}); nothing written",
                        hint=Hint.run(None, pr=False, commit=rest[0]))
-    for o in applied.outcomes:
-        owner = stack.owner(ps, o.patch)
-        if o.status == series.CONFLICT:
-            # As make check does: the plain probe names the hunk; the 3-way merge says why it did not help.
-            plain = series.apply_series(repo, target, ps.patches, committer_date=series.THROWAWAY_DATE)
-            drift = next((p.drift for p in plain.outcomes if p.patch is o.patch and p.drift), None)
-            said = f"{drift.one_line()}; {o.drift.reason}" if drift else o.drift.one_line()
-            raise Conflict(f"the stack with this backport does not apply on {ref} ({target[:12]}): fix {owner.id}: "
-                           f"{o.patch.name}: {said}; nothing written",
-                           details=series.drift_report(plain.outcomes), hint=Hint.radar(ps.target))
-        if o.status == series.UPSTREAM:
-            raise Conflict(f"fix {owner.id}: {o.patch.name} is already in {ref} ({target[:12]}); retire it from "
-                           f"the stack first; nothing written", hint=Hint.radar(ps.target))
+    onref.refuse(repo, ps, applied, ref, target, "the stack with this backport")
 
 
 def _entry(fix: Fix, ch: changes.Change) -> dict:
@@ -233,26 +212,10 @@ def describe(r: BackportResult) -> str:
         return f"{head} is already in {short_ref(r.ref)} ({r.ref_commit[:12]}) {r.already}; nothing written"
     lines = [f"{head}: {'replaced in place' if r.replaced else 'a new backport'}, {r.placed}, "
              f"on {short_ref(r.ref)} ({r.ref_commit[:12]})",
-             table([(n, f, s) for n, f, s in r.stack], ("patch", "fix", "on the ref"))]
-    if r.unfenced:
-        lines.append(f"tests of {r.fix}: not run: no sandbox here ({r.unfenced}); make delta measures them")
-        lines.append(table([(t, "not measured" if e.get("not_measured") else "not run here")
-                            for t, e in r.expected.items()]))
-    elif r.expected:
-        lines.append(f"tests of {r.fix}, source mode, run {r.tests_ran.removeprefix('here, ')} "
-                     f"(without it -> with the stack):")
-        lines.append(table([(t, "not run here" if e.get("not_run") else
-                             f"{_counts(e.get('unpatched', {}))} -> {_counts(e.get('patched', {}))}")
-                            for t, e in r.expected.items()]))
+             edit_text.stack_table(r.stack)]
+    lines += edit_text.tests_lines(r.fix, r.expected, r.unfenced, r.tests_ran)
     if r.range_diff:
         lines.append(f"range-diff of {r.fix}'s old patches against the new (git range-diff):")
         lines += [f"  {line}" for line in r.range_diff.splitlines()]
-    lines.append(f"patches/{r.target}: " + (f"{len(r.written)} written, {len(r.removed)} removed" if r.changed
-                                           else "unchanged (nothing moved upstream)"))
+    lines.append(edit_text.written_line(r.target, r.written, r.removed, "unchanged (nothing moved upstream)"))
     return "\n".join(lines)
-
-
-def _counts(c: dict) -> str:
-    return ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in c.items() if n) or "nothing collected"
-
-

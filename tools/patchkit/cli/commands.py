@@ -12,8 +12,8 @@ from ..lint import text as lint_text
 from ..pr import text as pr_text
 from ..waives import text as waivers_text
 from . import parser
-from .runs import (_apply, _backport, _backport_text, _bench, _bench_text, _check, _container, _dco, _delta, _demo, _export, _lint, _miniature, _miniature_text, _pr,
-                   _push, _radar, _radar_text, _summary, _targets, _unapply, _waivers, _workflow)
+from .runs import (_apply, _backport, _described, _bench, _bench_text, _check, _container, _dco, _delta, _demo, _export, _lint, _miniature, _miniature_text, _new_fix,
+                   _pr, _push, _reorder, _radar, _radar_text, _summary, _targets, _unapply, _waivers, _workflow)
 from .table import (BASE, BRANCH, BUILDER, FIX_ID, REGISTRY, REPORT, SIGNOFF, SRC, SRC_REQUIRED, TARGET, URL, WORKDIR,
                     Command, _mismatch_unless, arg)
 
@@ -46,8 +46,28 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
              arg("--commit", "COMMIT", "an upstream commit's id, instead of a pull request"),
              arg("--before", "BEFORE", "put the fix before this one (default: before our own fixes)"),
              arg("--after", "AFTER", "put the fix after this one")),
-            _backport, _backport_text,
+            _backport, _described("backport.command"),
             "make backport TRTLLM=rc25 PR=19450\npatchkit backport --target rc25 --src build/trtllm-rc25 --pr 19450"),
+    Command("new-fix", "make commits of yours on the set's branch (those in no fix, or COMMIT) a new fix of ours, "
+            "last in the stack: DEP-3 trailers, its tests the test files it touches, measured; all or nothing",
+            (TARGET, SRC, BRANCH, arg("--fix-id", "FIXID", "the new fix's id: its bug's number (e.g. 20001)", required=True),
+             arg("--bug", "BUG", "the bug it fixes (default: the upstream issue numbered FIXID)"),
+             arg("--title", "TITLE", "its PR's title (default: its first commit's subject, [..] tags left out)"),
+             arg("--commit", "COMMIT", "its commits (default: the branch's commits that belong to no fix); "
+                 "several: repeat it, or separate them by spaces", action="append")),
+            _new_fix, _described("edit.newfix"),
+            "make new-fix TRTLLM=rc25 FIXID=20001\npatchkit new-fix --target rc25 --src build/trtllm-rc25 --fix-id 20001"),
+    Command("drop", "take a fix out of the set's stack, all or nothing: the rest must still apply; the other fixes' "
+            "expectations are measured again (or marked stale)",
+            (TARGET, SRC, URL, arg("--fix-id", "FIXID", "the fix to drop (e.g. 19450)", required=True)),
+            _reorder("drop"), _described("edit.reorder"),
+            "make drop TRTLLM=rc25 FIXID=19450\npatchkit drop --target rc25 --src build/trtllm-rc25 --fix-id 19450"),
+    Command("move", "put a fix of the set's stack before or after another, all or nothing: the stack must still apply",
+            (TARGET, SRC, URL, arg("--fix-id", "FIXID", "the fix to move (e.g. 19514)", required=True),
+             arg("--before", "BEFORE", "put it before this fix"), arg("--after", "AFTER", "put it after this fix")),
+            _reorder("move"), _described("edit.reorder"),
+            "make move TRTLLM=rc25 FIXID=19514 BEFORE=19450\n"
+            "patchkit move --target rc25 --src build/trtllm-rc25 --fix-id 19514 --before 19450"),
     Command("waivers", "which waiver lines skip the set's tests at its ref and after the set; its edit as -/+ lines", (TARGET, SRC, URL),
             _waivers, waivers_text.waivers_result,
             "make waivers TRTLLM=rc25\npatchkit waivers --target rc25 --src build/trtllm-rc25"),

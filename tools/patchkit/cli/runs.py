@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import importlib
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -245,6 +246,26 @@ def _backport(root, args):
                                  commit=args.commit, before=args.before, after=args.after)
 
 
-def _backport_text(res) -> str:
-    from ..backport import command as backport_cmd
-    return backport_cmd.describe(res)
+def _new_fix(root, args):
+    from ..edit import newfix
+    ps = _set(root, args)
+    return newfix.new_fix(ps, root=root, src=_src(root, ps, args), fix_id=args.fix_id, bug=args.bug,
+                          title=args.title, commits=args.commit, branch=args.branch)
+
+
+def _reorder(verb: str):
+    def run(root, args):
+        from ..edit import reorder
+        ps = _set(root, args)
+        where = {"before": args.before, "after": args.after} if verb == "move" else {}
+        return getattr(reorder, verb)(ps, root=root, src=_src(root, ps, args), url=args.url, fix_id=args.fix_id,
+                                      **where)
+    return run
+
+
+def _described(module: str):
+    """How a command's result reads: describe() of its module (backport.command, edit.newfix,
+    ...), imported when the result is printed."""
+    def text(res) -> str:
+        return importlib.import_module(f"patchkit.{module}").describe(res)
+    return text

@@ -21,6 +21,8 @@ TARGET_FIELDS = ("upstream", "branch", "container", "extra_paths", "retired")
 ENTRY_INDENT = 4  # a fix's keys sit under '  - ' in fixes:
 QUOTED = ("id", "title")  # as the maintainers quote them
 COUNTS = ("unpatched", "patched")  # a test file's counts, on one line each as in the sets
+# Words PyYAML (YAML 1.1, which the loader reads with) takes for a boolean or null: quoted.
+YAML11_WORDS = {"y", "n", "yes", "no", "on", "off", "true", "false", "null", "~", ""}
 
 
 def _yaml() -> YAML:
@@ -102,10 +104,29 @@ class Meta:
         """One key of a fix (expected, status, ...), written as the sets write it."""
         self._fix(fix_id)[key] = plain(value, key)
 
-    def comment_before(self, fix_id: str, key: str, text: str) -> None:
-        """A comment line above a key of a fix (what a reader of the file must know of its value)."""
-        fix = self._fix(fix_id)
-        fix.yaml_set_comment_before_after_key(key, before=text, indent=ENTRY_INDENT if self.stacked else 0)
+    def fix_value(self, fix_id: str, *path: str) -> Any:
+        """A value under a fix (expected, source, ...); None where there is none."""
+        node: Any = self._fix(fix_id)
+        for key in path:
+            node = node.get(key) if isinstance(node, Mapping) else None
+        return node
+
+    def set_fix_value(self, fix_id: str, path: Sequence[str], value: Any) -> None:
+        """A value under a fix (('expected', 'source')), its mappings made where missing."""
+        node = self._fix(fix_id)
+        for key in path[:-1]:
+            if not isinstance(node.get(key), CommentedMap):
+                node[key] = CommentedMap()
+            node = node[key]
+        node[path[-1]] = plain(value, path[-1])
+
+    def comment_before(self, fix_id: str, path: Sequence[str], text: str) -> None:
+        """A comment line above a key under a fix (what a reader of the file must know of its value)."""
+        node = self._fix(fix_id)
+        for key in path[:-1]:
+            node = node[key]
+        depth = (ENTRY_INDENT if self.stacked else 0) + 2 * (len(path) - 1)
+        node.yaml_set_comment_before_after_key(path[-1], before=text, indent=depth)
 
     def set_upstream(self, key: str, value: str) -> None:
         self.data["upstream"][key] = value
@@ -153,6 +174,8 @@ def plain(value: Any, key: str = "") -> Any:
         return m
     if isinstance(value, (list, tuple)):
         return CommentedSeq([plain(v) for v in value])
+    if isinstance(value, str) and value.lower() in YAML11_WORDS:
+        return DoubleQuotedScalarString(value)  # forwarded: "no", never the boolean a YAML 1.1 reader sees
     return value
 
 

@@ -6,9 +6,10 @@ A changed patch (a new one, a merged or rebased one) carries `index` lines with 
 blob ids of the checkout it was made from, so that `git am -3` and `git apply -3` find its
 base by hand, and its Last-Update trailer says the day it changed. A patch whose change is
 what it was (same author, date, message but for Last-Update, and diff but for its index
-lines) keeps its old bytes, only its number (file name and `[PATCH n/m]`) following its new
-place: exporting from another checkout (the miniature, a mirror with other blob ids) or
-renumbering after a drop churns nothing.
+lines) keeps its old bytes, only its number (file name and `[PATCH n/m]`) following a new
+place: exporting from another checkout (the miniature, a mirror with other blob ids) churns
+nothing, and a fix added at the end of the stack leaves the others' files as they are (their
+`[PATCH n/m]` says the count of the stack they were numbered in; git am reads none of it).
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from pathlib import Path
 from .. import provenance, series
 from ..errors import Conflict
 from ..git import Repo, Sha
-from ..model import Patch
+from ..model import Fix, Patch, PatchSet
 from ..patchset import parse_patch
 
 _INDEX = re.compile(rb"^index [0-9a-f]+\.\.[0-9a-f]+( \d+)?\n", re.M)
@@ -74,15 +75,30 @@ def known(old: Sequence[Patch], p: Patch) -> Patch | None:
     return None
 
 
-def formatted(repo: Repo, chain: Sequence[Sha], work: Path) -> list[Patch]:
-    """The chain's commits (each the parent of the next) as patch files under work, parsed.
-    Conflict when a commit changes nothing (git writes no file for it)."""
-    files = repo.format_series(f"{chain[0]}~1..{chain[-1]}", work, full_index=True)
-    if len(files) != len(chain):
-        empty = [c[:12] for c in chain if repo.changed_paths(c) == []]
+def owners(ps: PatchSet, p: Patch) -> list[Fix]:
+    """The fixes of the stack a commit (as a patch) may belong to, by its Origin trailer (and
+    the kind word its fix carries); without an Origin, the fix one of whose patches it is but
+    for the DEP-3 trailers (known()). [] when it belongs to none."""
+    origin = p.trailer("Origin")
+    if origin is not None:
+        return [f for f in provenance.named(ps.fixes, origin) if provenance.kind_fits(f, origin)]
+    was = known(ps.patches, p)
+    return [f for f in ps.fixes if was in f.patches] if was is not None else []
+
+
+def formatted(repo: Repo, commits: Sequence[Sha], work: Path) -> list[Patch]:
+    """These commits of one line of history (oldest first; others between them, a waiver
+    commit say, are left out) as patch files under work, parsed. Conflict when one changes
+    nothing (git writes no file for it)."""
+    span = f"{commits[0]}~1..{commits[-1]}"
+    every = repo.commits(span)
+    files = repo.format_series(span, work, full_index=True)
+    if len(files) != len(every):
+        empty = [c[:12] for c in every if repo.changed_paths(c) == []]
         raise Conflict(f"commit {', '.join(empty) or 'of the stack'} changes nothing once the commits before it are "
                        f"applied; nothing written")
-    return [parse_patch(f) for f in files]
+    at = {c: f for c, f in zip(every, files)}
+    return [parse_patch(at[c]) for c in commits]
 
 
 def render(repo: Repo, chain: Sequence[Sha], old: Sequence[Patch], day: str, work: Path,
@@ -100,8 +116,10 @@ def render(repo: Repo, chain: Sequence[Sha], old: Sequence[Patch], day: str, wor
     out = []
     for i, p in enumerate(parsed, 1):
         was = known(old, p)
-        if was is not None:
-            out.append(PatchFile(p.name, renumber(was.file.read_bytes(), i, len(parsed)), False, was.name))
+        if was is not None:  # its bytes; renumbered only when its place (its file name) moved
+            data = was.file.read_bytes()
+            out.append(PatchFile(p.name, data if was.name == p.name else renumber(data, i, len(parsed)), False,
+                                 was.name))
         else:
             out.append(PatchFile(p.name, p.file.read_bytes(), True))
     return out

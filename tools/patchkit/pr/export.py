@@ -23,7 +23,7 @@ from pathlib import Path
 from .. import atomic, patchset, provenance, scratch, series
 from ..edit import metadata, patchfiles
 from ..edit.write import SetEdit
-from ..errors import BadInput, Hint, NotFound
+from ..errors import Ask, BadInput, Hint, NotFound
 from ..git import Repo, Sha, short_ref
 from ..model import Patch, PatchSet
 from ..upstream import base_of
@@ -115,20 +115,14 @@ def _without_waiver(repo: Repo, base: Sha, shas: list[Sha], keep: list[Sha], wor
 
 def assign(ps: PatchSet, branch: str, shas: list[Sha], patches: list[Patch]) -> tuple[list[str], dict[str, list[int]]]:
     """Which fix each commit belongs to, by its Origin trailer: (the fixes in the branch's
-    order, {fix id: the indexes of its commits}). A commit without an Origin belongs to the fix
-    one of whose patches it is but for the DEP-3 trailers (patchfiles.known). BadInput when a
+    order, {fix id: the indexes of its commits}); patchfiles.owners says whose a commit is. BadInput when a
     commit belongs to no fix (the make new-fix line that makes it one), when a fix's commits
     are not together, or when a fix of the stack has none."""
     order: list[str] = []
     groups: dict[str, list[int]] = {}
     unknown: list[int] = []
     for i, p in enumerate(patches):
-        origin = p.trailer("Origin")
-        if origin is not None:
-            fixes = [f for f in provenance.named(ps.fixes, origin) if provenance.kind_fits(f, origin)]
-        else:
-            was = patchfiles.known(ps.patches, p)
-            fixes = [f for f in ps.fixes if was in f.patches] if was is not None else []
+        fixes = patchfiles.owners(ps, p)
         if not fixes:
             unknown.append(i)
             continue
@@ -145,18 +139,23 @@ def assign(ps: PatchSet, branch: str, shas: list[Sha], patches: list[Patch]) -> 
         raise _unknown(ps, branch, shas, patches, unknown)
     empty = [f.id for f in ps.fixes if f.id not in groups]
     if empty:
-        raise BadInput(f"{branch} has no commit of fix {', '.join(empty)}; export never drops a fix")
+        raise BadInput(f"{branch} has no commit of fix {', '.join(empty)}; export never drops a fix",
+                       hint=Hint("drop", (("fix_id", empty[0]),)))
     return order, groups
 
 
 def _unknown(ps: PatchSet, branch: str, shas: list[Sha], patches: list[Patch], unknown: list[int]) -> BadInput:
-    """The commits that belong to no fix, named (#33 item 1: export folded such a commit into
-    our fix, without trailers)."""
+    """The commits that belong to no fix, named, and the make new-fix line that makes them one
+    (#33 item 1: export folded such a commit into our fix, without trailers)."""
     said = ", ".join(f"{shas[i][:12]} {patches[i].subject[:60]!r}" for i in unknown)
     bug = next((m[1] for i in unknown if (m := _BUG_IN_SUBJECT.match(patches[i].subject))), None)
     taken = {f.id: f for f in ps.fixes}
     named = (f"; its subject names fix {bug}, whose patches say {provenance.expected(taken[bug])[0][0]}: "
              f"{provenance.expected(taken[bug])[0][1]}" if bug in taken else "")
+    settings: dict[str, object] = {"fix_id": bug if bug and bug not in taken else Ask("its bug's number")}
+    if unknown != list(range(len(patches) - len(unknown), len(patches))):  # not the last ones: name them
+        settings["commit"] = " ".join(shas[i][:12] for i in unknown)
     return BadInput(f"{branch}: {len(unknown)} commit(s) belong to no fix of the {ps.target} stack (no Origin trailer "
                     f"naming one): {said}; export never folds a commit into a fix: make it a fix of its own, or "
-                    f"give it the Origin trailer of the fix it belongs to{named}")
+                    f"give it the Origin trailer of the fix it belongs to{named}",
+                    hint=Hint("new-fix", tuple(settings.items())))

@@ -1,0 +1,74 @@
+"""make new-fix, drop and move killed or failing at every git call (#33 items 1 and 2): patches/
+and the user's checkout are as they were (HEAD, refs, index, files, stash, worktrees); a run that
+exits 0 wrote exactly what a clean run writes. One fault point in make test; sampled under make
+test-slow, every call under -m exhaustive; through the CLI, as make runs it."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from helpers import sh
+from patchkit import apply as apply_mod, patchset
+from robust.faults import Injector, defects, judge, look, sample
+from test_stack_verbs import commit_a_fix
+
+MODES = ("fail", "kill-before", "kill-after")
+COMMANDS = {
+    "new-fix": ["--fix-id", "20001"],
+    "drop": ["--fix-id", "19450"],
+    "move": ["--fix-id", "19514", "--before", "19450"],
+}
+
+
+class Sweep:
+    """A stacked project and a checkout with overlay/rc25 (and a commit of the user's on it),
+    copied fresh for each run."""
+
+    def __init__(self, tmp: Path, stack_template: Path, upstream: Path) -> None:
+        self.tmp, self.root = tmp, tmp / "root"
+        shutil.copytree(stack_template, self.root)
+        self.shipped = tmp / "shipped"
+        shutil.copytree(self.root / "patches", self.shipped)
+        self.template = tmp / "template"
+        sh("git", "clone", "-q", upstream.as_uri(), self.template)
+        apply_mod.apply(patchset.load(self.root, "rc25"), src=self.template)
+        commit_a_fix(self.template)
+        self.inj = Injector(tmp)
+
+    def fresh(self, n: int) -> Path:
+        shutil.rmtree(self.root / "patches")
+        shutil.copytree(self.shipped, self.root / "patches")
+        work = self.tmp / f"run-{n}"
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.copytree(self.template, work, symlinks=True)
+        return work
+
+    def run(self, command: str, work: Path, n: int = 0, mode: str = "fail"):
+        return self.inj.run([command, "--target", "rc25", "--src", str(work), *COMMANDS[command]], n, mode,
+                            root=self.root)
+
+    def judge(self, command: str, points, modes=MODES):
+        return judge(command, self.fresh, lambda work, n=0, mode="fail": self.run(command, work, n, mode),
+                     lambda work: look(self.root, work), points, modes)
+
+
+def test_drop_killed_midway_changes_nothing(tmp_path, stack_template, upstream):
+    """make test's one point: drop killed at the git call halfway through its run."""
+    counts = Sweep(tmp_path, stack_template, upstream).judge("drop", lambda total: [total // 2], ("kill-before",))
+    assert counts["runs"] == 1 and defects(counts) == 0, dict(counts)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_sampled_faults_leave_patches_and_the_checkout_as_they_were(tmp_path, stack_template, upstream, command):
+    counts = Sweep(tmp_path, stack_template, upstream).judge(command, lambda total: sample(total, 4))
+    assert counts["runs"] >= 9 and defects(counts) == 0, dict(counts)
+
+
+@pytest.mark.exhaustive
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_every_fault_point(tmp_path, stack_template, upstream, command):
+    counts = Sweep(tmp_path, stack_template, upstream).judge(command, lambda total: range(1, total + 1))
+    assert defects(counts) == 0, dict(counts)
