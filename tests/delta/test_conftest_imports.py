@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import ROOT, sh
+from helpers import ROOT, copy_project, sh
+from stacks import own_entry, own_fix, stacked
 from patchkit import patchset, pyimports
 from patchkit.container.bases import stand_ins
 from patchkit.delta import trees
@@ -36,6 +37,21 @@ def test_the_delta_lays_out_what_the_conftest_imports(miniature_template):
     assert not [p for p in paths if p.startswith("tests/integration/test_lists")]
     # source mode runs --noconftest: what only the conftest imports is not laid out there
     assert not [p for p in trees.existing_paths(repo, base, ps, wanted) if p.startswith(DEFS)]
+
+
+def test_a_test_file_a_fix_adds_brings_the_modules_it_imports(miniature_template, tmp_path):
+    """A test file the stack adds is not at the ref: its imports are read from its patch."""
+    root = copy_project(tmp_path / "project")
+    new = "tests/unittest/_torch/executor/test_with_a_helper.py"
+    files = own_fix(root, "rc25", miniature_template, tmp_path, "99998", "v1.3.0rc25", {},
+                    {new: "from integration.defs.trt_test_alternative import print_info\n\n\n"
+                          "def test_it():\n    print_info('hi')\n"}, 3)
+    stacked(root, "rc25", miniature_template, tmp_path, pulls=(), after=own_entry("99998", files, [new]))
+    ps = patchset.load(root, "rc25")
+    base = sh("git", "-C", miniature_template, "rev-parse", "v1.3.0rc25^{commit}").stdout.strip()
+    paths = trees.existing_paths(Repo(miniature_template), base, ps, sorted(set(ps.touched_paths) | {new}))
+    assert {new, f"{DEFS}/__init__.py", f"{DEFS}/trt_test_alternative.py"} <= set(paths)
+    assert f"{DEFS}/test_list_parser.py" not in paths
 
 
 def test_the_images_stand_ins_leave_the_trees_own_modules_to_it(miniature_template, tmp_path):

@@ -86,19 +86,24 @@ def existing_paths(repo: Repo, base: str, ps: PatchSet, paths: list[str], *, con
     for t in paths:  # the conftest.py and pytest.ini that pytest would read on the way to a test
         parts = PurePosixPath(t).parts
         wanted |= {"/".join(parts[:i] + (f,)) for i in range(len(parts)) for f in ("conftest.py", "pytest.ini")}
-    tree = pyimports.Tree(name for _m, typ, name in repo.ls_tree(base, "", recursive=True) if typ == "blob")
-    at_base = wanted & tree.files
+    # A file a patch adds: its text is the patch's (its one hunk's lines after the change).
+    added = {fc.path: "".join(line for h in fc.hunks for line in h.postimage)
+             for p in ps.patches for fc in p.files if fc.added}
+    listed = {name for _m, typ, name in repo.ls_tree(base, "", recursive=True) if typ == "blob"}
+    tree = pyimports.Tree(listed | set(added))
+    at_base = wanted & listed
     # #31 item 15: upstream's tests/unittest/conftest.py puts tests/ on sys.path and imports
     # integration.defs.test_list_parser; the tree held only the tests and their conftest.py, so
     # collection failed in a release image (which installs no tests). Modules are looked for
     # under the tests' folders, never at the tree's top (the package there is the image's).
-    read = lambda path: (repo.show_file(base, path) or b"").decode("utf-8", "replace")  # noqa: E731
+    def read(path: str) -> str:
+        return added[path] if path in added else (repo.show_file(base, path) or b"").decode("utf-8", "replace")
+
     given = set(paths)
-    importers = [p for p in sorted(at_base) if (p in given and is_test_path(p))
+    importers = [p for p in sorted(at_base | (set(added) & given)) if (p in given and is_test_path(p))
                  or (conftests and PurePosixPath(p).name == "conftest.py")]
     imported = pyimports.closure(tree, importers, read)
-    added = {fc.path for p in ps.patches for fc in p.files if fc.added}
-    return sorted(at_base | imported | (added & set(paths)))
+    return sorted(at_base | (imported & listed) | (set(added) & (given | imported)))
 
 
 def source_modules(ps: PatchSet) -> list[str]:
