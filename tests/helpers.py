@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import Callable
@@ -27,12 +29,22 @@ def _hook_tools_skip():
 
 # The pinned hook tools' wheels (make setup fetches them), and the mark of a test that needs them.
 WHEELHOUSE, needs_hook_tools = _hook_tools_skip()
+# Whether pre-commit builds the hook environments with uv here (make setup's uv route puts
+# pre-commit-uv into .venv; its pip fallback does not): their tools' own words differ.
+HOOK_ENVS_BY_UV = importlib.util.find_spec("pre_commit_uv") is not None
 
 # A git URL that never sends a byte (git's ext transport, allowed by the test's own config),
 # and that still ends on its own: `fd::17` hangs git forever on its own pipe, so a suite killed
 # during such a test (no `finally` runs) left `git clone fd::17` behind for good; this one ends
 # when its helper's sleep does, a minute later at most.
 NEVER_ANSWERS = "ext::sleep 60"
+
+
+def closed_port() -> int:
+    """A 127.0.0.1 port nobody listens on: an index there is unreachable, at once (offline)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def tiered(*values, fast: int = 1) -> list:

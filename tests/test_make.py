@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -160,3 +161,22 @@ def test_a_verdicts_exit_1_says_so_beside_makes_own_error(checkout):
     said, make_said = res.stderr.splitlines()
     assert said == "patchkit: exit 1 is dco's verdict, not a failure to run: 1 commit(s) without a valid sign-off (above)"
     assert re.fullmatch(r"make(\[\d+\])?: \*\*\* \[.*\] Error 1", make_said), make_said  # make[1] under make test
+
+
+def test_make_setups_own_steps_say_a_bad_call_and_a_second_run_in_one_line(tmp_path):
+    """#34 item 1: make setup's steps run before .venv exists (tools/setup-env.py, by the system
+    Python): a call it does not know is exit 2, and a second setup while one holds the project's
+    cache (.cache/) waits, then is exit 3, each in one line; nothing is built."""
+    from patchkit import lock
+    shutil.copytree(ROOT / "tools", tmp_path / "tools", ignore=shutil.ignore_patterns("__pycache__"))
+    script = tmp_path / "tools" / "setup-env.py"
+    bad = subprocess.run([sys.executable, script, "venv"], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.splitlines() == [
+        "patchkit: error: usage: setup-env.py venv VENV | wheelhouse VENV | extra NAME VENV"]
+    with lock.hold(tmp_path / ".cache" / "setup.lock", "make setup (venv)", "the test"):
+        busy = subprocess.run([sys.executable, script, "venv", tmp_path / ".venv"], capture_output=True, text=True,
+                              env={**os.environ, "PATCHKIT_LOCK_WAIT": "0"})
+    assert busy.returncode == 3, busy.stderr
+    assert re.fullmatch(rf"patchkit: error: {re.escape(str(tmp_path / '.cache'))} is busy: pid {os.getpid()} "
+                        r"\(make setup \(venv\)\) is working on it; wait for it to finish, then run again\n", busy.stderr)
+    assert not (tmp_path / ".venv").exists()

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from helpers import WHEELHOUSE, copy_root, needs_hook_tools
+from helpers import HOOK_ENVS_BY_UV, ROOT, WHEELHOUSE, closed_port, copy_root, needs_hook_tools, sh
 from patchkit.cli import main
 from patchkit.lint import config as lint_config, mirrors, run as lint_run
+from robust.test_upstream_moves import only
 
 TEST_PATCH = "0002-19514-test-Cover-the-cross-KV-pool-length-of-encoder.patch"
 TEST_FILE = "tests/unittest/_torch/executor/test_cross_kv_cache_layout.py"
@@ -130,3 +131,28 @@ def test_remove_crlf_is_imitated_and_says_so(tmp_path):
     lf.write_bytes(b"a = 1\nb = 2\n")
     assert namespace["main"]([str(lf)]) == 0 and lf.read_bytes() == b"a = 1\nb = 2\n"
     assert namespace["main"]([str(lf), str(crlf)]) == 1 and crlf.read_bytes() == b"a = 1\nb = 2\n"
+
+
+def test_hook_environments_are_built_from_the_wheelhouse_alone_whatever_index_is_configured(upstream, tmp_path,
+                                                                                            monkeypatch):
+    """#34 item 1: pre-commit builds the hook environments with uv (pre-commit-uv, which make setup
+    installs with uv), offline, from the wheelhouse alone: neither the user's index settings (pip's,
+    uv's own, their uv.toml) nor upstream's pyproject.toml [tool.uv], which pre-commit-uv's
+    `uv --project <workspace>` would read, reach it. All of them name a closed port here, and a
+    cold hook environment is built, and its hooks run."""
+    dead = f"http://127.0.0.1:{closed_port()}/simple"
+    only(upstream, "astral-sh/ruff-pre-commit")
+    pyproject = upstream / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + f'\n[tool.uv]\nindex-url = "{dead}"\n[tool.uv.pip]\nindex-url = "{dead}"\n')
+    sh("git", "-C", upstream, "commit", "-q", "-am", "uv's index in pyproject.toml")
+    for var in ("PIP_INDEX_URL", "UV_INDEX_URL", "UV_DEFAULT_INDEX"):
+        monkeypatch.setenv(var, dead)
+    (tmp_path / "config" / "uv").mkdir(parents=True)
+    (tmp_path / "config" / "uv" / "uv.toml").write_text(f'index-url = "{dead}"\n')
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    cache, report = tmp_path / "lint-cache", tmp_path / "lint.json"  # cold: no hook environment yet
+    assert main(["--root", str(ROOT), "lint", "--target", "main", "--src", str(upstream), "--cache", str(cache),
+                 "--report", str(report)]) == 0
+    assert json.loads(report.read_text())["ran"] == ["ruff", "ruff-format"]
+    (made,) = (cache / "pre-commit").glob("repo*/py_env-*/pyvenv.cfg")
+    assert ("uv = " in made.read_text()) == HOOK_ENVS_BY_UV, made.read_text()

@@ -23,7 +23,7 @@ from patchkit.errors import ExitCode
 from patchkit.git import Repo
 from patchkit.lint import command as lint_cmd
 from patchkit.pr import checklist, dco
-from helpers import LINT_CACHE, ROOT, WHEELHOUSE, build_once, copy_root, needs_hook_tools, sh, state_of, tiered
+from helpers import HOOK_ENVS_BY_UV, LINT_CACHE, ROOT, WHEELHOUSE, build_once, copy_root, needs_hook_tools, sh, state_of, tiered
 from robust.faults import Injector
 from robust.test_faults import Scenario, _defects, sweep
 
@@ -874,7 +874,9 @@ def test_a_config_pre_commit_rejects_is_exit_2_with_its_reason_and_nothing_is_ca
 @pytest.mark.parametrize(("old", "new", "said"), tiered(
     ("repos:\n", 'minimum_pre_commit_version: "99.0"\nrepos:\n', "pre-commit version 99.0 is required but version "),
     ("exclude: '(^third_party/)'\n", "exclude: '(^third_party/)'\ndefault_language_version:\n    python: python3.99\n",
-     "stdout: RuntimeError: failed to find interpreter for Builtin discover of python_spec='python3.99'")))
+     # What the tool that builds hook environments says, whole: uv (pre-commit-uv) or virtualenv.
+     "stderr: error: No interpreter found for Python 3.99 in managed installations or search path" if HOOK_ENVS_BY_UV
+     else "stdout: RuntimeError: failed to find interpreter for Builtin discover of python_spec='python3.99'")))
 def test_what_this_machine_lacks_is_exit_5_with_pre_commits_whole_reason_never_a_pass(upstream, tmp_path, capsys,
                                                                                       old, new, said):
     """pre-commit exited 1 with no hook run: lint read "every hook that ran passes" (ran: none),

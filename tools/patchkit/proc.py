@@ -1,10 +1,12 @@
 """The one subprocess chokepoint: every external command in this package runs through run()."""
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import subprocess
-from collections.abc import Mapping, Sequence
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from .errors import CommandError, ToolMissing
@@ -83,3 +85,33 @@ def run_many(cmds: Sequence[tuple[Sequence[str], str | os.PathLike | None]],
         out, err = p.communicate()
         results.append(Result(tuple(argv), p.returncode, out, err))
     return results
+
+
+@contextlib.contextmanager
+def background(cmd: Sequence[str], *, env: Mapping[str, str] | None = None) -> Iterator[Callable[[], Result]]:
+    """cmd started now, running while the body runs (make setup fetches the hook tools' wheels
+    while uv builds .venv); the body calls what it yields to wait for its Result (never raising
+    on its exit code). Killed when the body leaves without having waited (an error, Ctrl-C).
+    Its output goes to temporary files, so a chatty command never blocks on a full pipe."""
+    argv = [str(c) for c in cmd]
+    log.debug("run (background): %s", " ".join(argv))
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        try:
+            p = subprocess.Popen(argv, env=None if env is None else dict(env), stdin=subprocess.DEVNULL,
+                                 stdout=out, stderr=err)
+        except FileNotFoundError as exc:
+            raise ToolMissing(f"{argv[0]} is not installed or not on PATH") from exc
+        done: list[Result] = []
+
+        def result() -> Result:
+            if not done:
+                p.wait()
+                said = [f.seek(0) or f.read().decode("utf-8", "surrogateescape") for f in (out, err)]
+                done.append(Result(tuple(argv), p.returncode, *said))
+            return done[0]
+        try:
+            yield result
+        finally:
+            if not done:
+                p.kill()
+                p.wait()

@@ -157,7 +157,7 @@ def lint(ps: PatchSet, *, repo: Repo, report: Path | None, cache: Path, fix: boo
             for url, (tag, pin) in plan.redirects.items():
                 redirects[url] = mirrors.ensure(cache, url, tag, pin)
         fingerprint = mirrors.fingerprint(plan.redirects)
-        environ = run_mod.env(cache / "pre-commit", house, mirrors.git_env(redirects))
+        environ = run_mod.env(cache / "pre-commit", house, mirrors.git_env(redirects), run_mod.uv_config(cache, Path(house)))
         (cache / "work").mkdir(exist_ok=True)
         work = Path(tempfile.mkdtemp(prefix=f"{ps.target}-", dir=cache / "work"))
         try:

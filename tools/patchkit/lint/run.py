@@ -1,13 +1,15 @@
 """One run of the real pre-commit (from PyPI) in a lint workspace, and what it said per hook."""
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import proc
+from .. import atomic, proc
 from ..errors import ToolMissing
 from .config import NOT_RUN
 
@@ -29,14 +31,21 @@ def engine() -> str:
     return f"pre-commit {version('pre-commit')}"
 
 
-def env(home: Path, wheelhouse: Path, git_env: dict[str, str]) -> dict[str, str]:
-    """pre-commit's environment: its own cache, pip from the wheelhouse only, the mirrors."""
-    keep = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_CONFIG_", "PIP_", "PRE_COMMIT"))}
-    # Your git and pip configuration never reach the verdict: pre-commit's git reads only the
-    # mirrors' insteadOf, pip only the wheelhouse.
+def env(home: Path, wheelhouse: Path, git_env: dict[str, str], uv: Path) -> dict[str, str]:
+    """pre-commit's environment: its own cache, pip and uv from the wheelhouse only, the mirrors.
+
+    With pre-commit-uv beside pre-commit (make setup puts it there when it builds .venv with
+    uv), pre-commit builds each hook environment with uv (`uv venv --seed`, `uv pip install .`),
+    from uv's settings in the file at uv (uv_config) and its cache beside it; without it, with
+    virtualenv and pip, from the PIP_ settings."""
+    keep = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_CONFIG_", "PIP_", "PRE_COMMIT", "UV_"))}
+    # Your git, pip and uv configuration never reach the verdict: pre-commit's git reads only
+    # the mirrors' insteadOf, pip and uv only the wheelhouse.
     return {**keep, **git_env, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
             "PIP_CONFIG_FILE": os.devnull, "PRE_COMMIT_HOME": str(home), "PIP_NO_INDEX": "1",
             "PIP_FIND_LINKS": str(wheelhouse), "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+            "UV_CONFIG_FILE": str(uv), "UV_NO_CONFIG": "1", "UV_CACHE_DIR": str(uv.parent / "cache"),
+            "UV_OFFLINE": "1", "UV_PYTHON_DOWNLOADS": "never", "UV_NO_PROGRESS": "1",
             "VIRTUALENV_NO_DOWNLOAD": "1", "PRE_COMMIT_COLOR": "never", "NO_COLOR": "1",
             "PYTHONDONTWRITEBYTECODE": "1",
             # A cold cache (make demo on a fresh clone, #27 item 5): each mirror's one-line package
@@ -45,6 +54,21 @@ def env(home: Path, wheelhouse: Path, git_env: dict[str, str]) -> dict[str, str]
             # hook environment is seeded with instead (pip reads "0" here as: no isolation), and
             # virtualenv seeds it on every Python (on 3.12 it would not by default).
             "PIP_NO_BUILD_ISOLATION": "0", "VIRTUALENV_SETUPTOOLS": "bundle"}
+
+
+def uv_config(cache: Path, wheelhouse: Path) -> Path:
+    """uv's settings for the hook environments, in a file of ours under cache/uv (named by its
+    content, so runs with other wheelhouses never share one): the wheelhouse alone (uv reads
+    --no-index from no variable, only from such a file), offline, no interpreter downloads.
+    Given as UV_CONFIG_FILE it is the only configuration uv reads: not yours, and not upstream's
+    pyproject.toml [tool.uv], which pre-commit-uv's `uv --project <workspace>` would read."""
+    text = (f"no-index = true\noffline = true\nfind-links = [{json.dumps(str(wheelhouse))}]\n"
+            'python-downloads = "never"\n')
+    path = cache / "uv" / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.toml"
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic.write_text(path, text)
+    return path
 
 
 class Failed(Exception):

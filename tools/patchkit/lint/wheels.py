@@ -21,6 +21,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import InvalidVersion
 
 from .. import proc
+from ..envs import pip_reason
 
 def has(house: Path, requirement: str) -> bool:
     """Whether the wheelhouse holds a wheel that satisfies the requirement (`ruff==0.9.4`, `tomli`)."""
@@ -56,7 +57,7 @@ def fetch(house: Path, requirements: list[str]) -> dict[str, str]:
             res = proc.run(cmd, check=False)
             if res.returncode != 0:
                 failed[req] = (f"{req} is not in the wheelhouse {house} and pip could not fetch it "
-                               f"({_reason(res.stdout + chr(10) + res.stderr)}); fetch it with: "
+                               f"({pip_reason(res.stdout + chr(10) + res.stderr)}); fetch it with: "
                                f"{shlex.join(command(house, req))}")
                 continue
             for wheel in tmp.iterdir():  # each wheel whole, by rename: a concurrent run sees it or not
@@ -65,10 +66,3 @@ def fetch(house: Path, requirements: list[str]) -> dict[str, str]:
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return failed
-
-
-def _reason(text: str) -> str:
-    """pip's own words: its ERROR lines, else its last line."""
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    errors = [ln for ln in lines if ln.startswith("ERROR:")]
-    return " ".join(errors or lines[-1:])[:600] or "no output"
