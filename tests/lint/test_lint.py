@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import HOOK_ENVS_BY_UV, ROOT, WHEELHOUSE, closed_port, copy_root, needs_hook_tools, sh
+from helpers import HOOK_ENVS_BY_UV, ROOT, WHEELHOUSE, closed_port, copy_root, needs_hook_tools, sh, tiered
 from patchkit.cli import main
 from patchkit.lint import config as lint_config, mirrors, run as lint_run
 from robust.test_upstream_moves import only
@@ -133,13 +133,17 @@ def test_remove_crlf_is_imitated_and_says_so(tmp_path):
     assert namespace["main"]([str(lf), str(crlf)]) == 1 and crlf.read_bytes() == b"a = 1\nb = 2\n"
 
 
+@pytest.mark.parametrize("route", tiered("uv", "virtualenv and pip"))
 def test_hook_environments_are_built_from_the_wheelhouse_alone_whatever_index_is_configured(upstream, tmp_path,
-                                                                                            monkeypatch):
+                                                                                            monkeypatch, route):
     """#34 item 1: pre-commit builds the hook environments with uv (pre-commit-uv, which make setup
     installs with uv), offline, from the wheelhouse alone: neither the user's index settings (pip's,
     uv's own, their uv.toml) nor upstream's pyproject.toml [tool.uv], which pre-commit-uv's
     `uv --project <workspace>` would read, reach it. All of them name a closed port here, and a
-    cold hook environment is built, and its hooks run."""
+    cold hook environment is built, its mirror's package by the mirror's own backend, and its
+    hooks run; so too with virtualenv and pip (make setup's fallback, or pre-commit-uv turned off)."""
+    if route != "uv":
+        monkeypatch.setenv("DISABLE_PRE_COMMIT_UV_PATCH", "1")  # pre-commit-uv's own switch
     dead = f"http://127.0.0.1:{closed_port()}/simple"
     only(upstream, "astral-sh/ruff-pre-commit")
     pyproject = upstream / "pyproject.toml"
@@ -155,4 +159,4 @@ def test_hook_environments_are_built_from_the_wheelhouse_alone_whatever_index_is
                  "--report", str(report)]) == 0
     assert json.loads(report.read_text())["ran"] == ["ruff", "ruff-format"]
     (made,) = (cache / "pre-commit").glob("repo*/py_env-*/pyvenv.cfg")
-    assert ("uv = " in made.read_text()) == HOOK_ENVS_BY_UV, made.read_text()
+    assert ("uv = " in made.read_text()) == (HOOK_ENVS_BY_UV and route == "uv"), made.read_text()

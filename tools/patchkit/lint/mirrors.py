@@ -106,6 +106,52 @@ if __name__ == "__main__":
 '''
 
 
+# How a mirror's one-line package is built: a PEP 517 backend of its own (pyproject.toml's
+# backend-path), which writes the wheel (metadata, the tool as its one requirement, our module
+# and console scripts for an imitation) with the standard library. setuptools took 1.7-2.7 s a
+# mirror in a cold lint (an isolated build environment, then setuptools itself, #34 item 1);
+# this takes a Python start. Its data is the mirror's mirror.json.
+_BACKEND = '''"""Build the mirror's wheel (PEP 517): patchkit's lint mirror, described by mirror.json."""
+import base64
+import hashlib
+import json
+import os
+import re
+import zipfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _wheel(directory):
+    with open(os.path.join(HERE, "mirror.json")) as fh:
+        spec = json.load(fh)
+    name = re.sub(r"[-_.]+", "_", spec["name"]).lower()
+    info = f"{name}-{spec['version']}.dist-info"
+    files = {f"{info}/METADATA": "Metadata-Version: 2.1\\nName: {}\\nVersion: {}\\n{}".format(
+                 spec["name"], spec["version"], "".join(f"Requires-Dist: {r}\\n" for r in spec["requires"])),
+             f"{info}/WHEEL": "Wheel-Version: 1.0\\nGenerator: patchkit\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n"}
+    if spec["scripts"]:
+        files[f"{info}/entry_points.txt"] = "[console_scripts]\\n" + "".join(f"{s}\\n" for s in spec["scripts"])
+    for module in spec["modules"]:
+        with open(os.path.join(HERE, f"{module}.py")) as fh:
+            files[f"{module}.py"] = fh.read()
+    wheel = f"{name}-{spec['version']}-py3-none-any.whl"
+    record = []
+    with zipfile.ZipFile(os.path.join(directory, wheel), "w", zipfile.ZIP_DEFLATED) as out:
+        for path, text in files.items():
+            data = text.encode()
+            out.writestr(path, data)
+            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+            record.append(f"{path},sha256={digest},{len(data)}")
+        out.writestr(f"{info}/RECORD", "\\n".join(record + [f"{info}/RECORD,,"]) + "\\n")
+    return wheel
+
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    return _wheel(wheel_directory)
+'''
+_PYPROJECT = ('[build-system]\nrequires = []\nbuild-backend = "patchkit_mirror_build"\nbackend-path = ["."]\n')
+
 MIRRORS: dict[str, Mirror] = {
     "github.com/astral-sh/ruff-pre-commit": Mirror("ruff", (
         {"id": "ruff", "entry": "ruff check --force-exclude", "types_or": ["python", "pyi", "jupyter"],
@@ -170,7 +216,7 @@ def pin(mirror: Mirror, version: str) -> str:
 
 def fingerprint(urls) -> str:
     """Changes when the content of these repositories' mirrors changes."""
-    data = json.dumps({key(u): [MIRRORS[key(u)].package, MIRRORS[key(u)].hooks, MIRRORS[key(u)].imitation]
+    data = json.dumps({key(u): [MIRRORS[key(u)].package, MIRRORS[key(u)].hooks, MIRRORS[key(u)].imitation, _BACKEND]
                        for u in urls}, sort_keys=True)
     return hashlib.sha256(data.encode()).hexdigest()[:12]
 
@@ -196,16 +242,13 @@ def ensure(cache: Path, url: str, rev: str, requirement: str) -> Path:
         if mirror.imitation:  # our module, its hooks' entries as console scripts; nothing from an index
             module = mirror.package.replace("-", "_")
             (tmp / f"{module}.py").write_text(mirror.imitation)
-            scripts = [f"{h['entry']} = {module}:main" for h in mirror.hooks]
-            (tmp / "setup.py").write_text(
-                "from setuptools import setup\n\n"
-                f"setup(name={mirror.package!r}, version='0', py_modules=[{module!r}],\n"
-                f"      entry_points={{'console_scripts': {scripts!r}}})\n")
+            spec = {"name": mirror.package, "requires": [], "modules": [module],
+                    "scripts": [f"{h['entry']} = {module}:main" for h in mirror.hooks]}
         else:
-            (tmp / "setup.py").write_text(
-                "from setuptools import setup\n\n"
-                f"setup(name={('patchkit-mirror-' + mirror.package)!r}, version='0', py_modules=[],\n"
-                f"      install_requires=[{requirement!r}])\n")
+            spec = {"name": "patchkit-mirror-" + mirror.package, "requires": [requirement], "modules": [], "scripts": []}
+        (tmp / "mirror.json").write_text(json.dumps({**spec, "version": "0"}, indent=1) + "\n")
+        (tmp / "patchkit_mirror_build.py").write_text(_BACKEND)
+        (tmp / "pyproject.toml").write_text(_PYPROJECT)
         repo = init(tmp)
         repo.add_all_and_commit(f"mirror of {url} at {rev}: {requirement} from PyPI",
                                 Identity("patchkit", "patchkit@invalid"), "2026-01-01T00:00:00+00:00")

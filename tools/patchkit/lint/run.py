@@ -49,11 +49,10 @@ def env(home: Path, wheelhouse: Path, git_env: dict[str, str], uv: Path) -> dict
             "VIRTUALENV_NO_DOWNLOAD": "1", "PRE_COMMIT_COLOR": "never", "NO_COLOR": "1",
             "PYTHONDONTWRITEBYTECODE": "1",
             # A cold cache (make demo on a fresh clone, #27 item 5): each mirror's one-line package
-            # was built in an isolated environment of its own, setuptools installed into it from
-            # the wheelhouse each time; most of the cold lint. It builds with the setuptools the
-            # hook environment is seeded with instead (pip reads "0" here as: no isolation), and
-            # virtualenv seeds it on every Python (on 3.12 it would not by default).
-            "PIP_NO_BUILD_ISOLATION": "0", "VIRTUALENV_SETUPTOOLS": "bundle"}
+            # was built in an isolated environment of its own, most of the cold lint. Its backend
+            # is its own and needs nothing installed (mirrors.py), so pip builds it in the hook
+            # environment itself (pip reads "0" here as: no isolation).
+            "PIP_NO_BUILD_ISOLATION": "0"}
 
 
 def uv_config(cache: Path, wheelhouse: Path) -> Path:
