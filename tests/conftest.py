@@ -11,6 +11,7 @@ import pytest
 
 import hygiene
 from helpers import LINT_CACHE, ROOT, build_once, copy_project, sh  # noqa: F401
+from stacks import STACK_PR
 
 FIXED_DATE = "2026-11-29T12:00:00+00:00"
 _FOUND = pytest.StashKey[dict]()
@@ -145,7 +146,6 @@ def checkout(upstream, tmp_path):
     return dest
 
 
-STACK_PR = "19450"  # the miniature's PR whose squash commit rc25 carries under our fix in the stacked copy
 
 
 @pytest.fixture(scope="session")

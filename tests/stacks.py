@@ -11,6 +11,7 @@ from pathlib import Path
 
 from helpers import sh
 
+STACK_PR = "19450"  # the miniature's PR whose squash commit rc25 carries under our fix in the stacked copy (conftest.stack_template)
 PULL = "https://github.com/NVIDIA/TensorRT-LLM/pull/{}"
 BUG_18609 = "https://github.com/NVIDIA/TensorRT-LLM/issues/18609"
 LAST_UPDATE = "2026-12-01"

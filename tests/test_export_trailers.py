@@ -15,6 +15,7 @@ from patchkit.cli import main
 from patchkit.errors import BadInput
 from patchkit.git import Repo
 from patchkit.pr import export as export_mod
+from stacks import STACK_PR
 
 
 def _rebuild(src, order):
@@ -35,11 +36,11 @@ def _owners(ps):
 def test_reordered_commits_keep_their_fixes_and_the_stack_takes_the_branch_order(stacked, capsys):
     root, src = stacked
     before = patchset.load(root, "rc25")
-    assert [f.id for f in before.fixes] == ["19450", "19514"]
+    assert [f.id for f in before.fixes] == [f"{STACK_PR}", "19514"]
     _rebuild(src, [1, 2, 0])  # our two commits first, then the backport's squash commit
     res = export_mod.export(patchset.load(root, "rc25", filing=False), Repo(src), "overlay/rc25")
     after = patchset.load(root, "rc25")
-    assert [f.id for f in after.fixes] == ["19514", "19450"] == res.order
+    assert [f.id for f in after.fixes] == ["19514", f"{STACK_PR}"] == res.order
     assert _owners(after) == _owners(before)
     for fix in after.fixes:  # each patch's Origin names its own fix
         assert all(p.trailer("Origin").endswith(fix.origin if not fix.ours else fix.bug)
@@ -53,8 +54,8 @@ def test_reordered_commits_keep_their_fixes_and_the_stack_takes_the_branch_order
 def test_a_fix_s_commits_apart_are_refused_and_nothing_is_written(stacked):
     root, src = stacked
     files = {p.name: p.read_bytes() for p in (root / "patches" / "rc25").iterdir()}
-    _rebuild(src, [1, 0, 2])  # 19450's squash commit between our fix and its test
-    with pytest.raises(BadInput, match=r"belongs to fix 19514, but comes after fix 19450's commits; keep each "
+    _rebuild(src, [1, 0, 2])  # the backport's squash commit between our fix and its test
+    with pytest.raises(BadInput, match=rf"belongs to fix 19514, but comes after fix {STACK_PR}'s commits; keep each "
                                        r"fix's commits together"):
         export_mod.export(patchset.load(root, "rc25"), Repo(src), "overlay/rc25")
     assert {p.name: p.read_bytes() for p in (root / "patches" / "rc25").iterdir()} == files
@@ -72,9 +73,9 @@ def test_check_refuses_a_patch_filed_under_another_fix_naming_both(stack_templat
     code = main(["--root", str(root), "check", "--src", str(tmp_path / "nowhere")])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1, err
-    assert re.search(rf"patches/rc25/{re.escape(ours)} is filed under fix 19450 \(backport\), but its Origin "
+    assert re.search(rf"patches/rc25/{re.escape(ours)} is filed under fix {STACK_PR} \(backport\), but its Origin "
                      rf"\('vendor, https://github.com/NVIDIA/TensorRT-LLM/issues/19514'\) names fix 19514 \(ours\)", err)
     assert "(and 1 more)" in err
     # every command that reads the set refuses it alike
     code = main(["--root", str(root), "targets"])
-    assert code == 2 and "is filed under fix 19450" in capsys.readouterr().err
+    assert code == 2 and f"is filed under fix {STACK_PR}" in capsys.readouterr().err

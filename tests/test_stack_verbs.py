@@ -19,36 +19,37 @@ from patchkit.cli import main
 from patchkit.edit import metadata
 from patchkit.git import Repo
 from patchkit.pr import export as export_mod
-from stacks import own_entry, own_fix
+from stacks import STACK_PR, own_entry, own_fix
 
 ISSUE = "https://github.com/NVIDIA/TensorRT-LLM/issues/{}"
-REUSE = "tensorrt_llm/_torch/pyexecutor/reuse_policy.py"
-TEST = "tests/unittest/_torch/executor/test_reuse_without_config.py"
+SCHEDULER = "tensorrt_llm/_torch/pyexecutor/scheduler.py"  # no pull request of the miniature touches it
+TEST = "tests/unittest/_torch/executor/test_block_budget.py"
 FIX_TEST = '''# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
 # SPDX-License-Identifier: Apache-2.0
-"""A request without a KV cache config reuses no block."""
+"""A negative reservation hands out no block the pool does not have."""
 
 import pytest
 
-from tensorrt_llm._torch.pyexecutor.reuse_policy import block_reuse_enabled
+from tensorrt_llm._torch.pyexecutor.scheduler import block_budget
 
 pytestmark = pytest.mark.cpu_only
 
 
-@pytest.mark.parametrize("model", [None, object()])
-def test_no_kv_cache_config_means_no_reuse(model):
-    assert block_reuse_enabled(None, model) is False
+@pytest.mark.parametrize("reserved", [-1, -5])
+def test_a_negative_reservation_adds_no_block(reserved):
+    assert block_budget(10, reserved) == 10
 '''
 
 
-def commit_a_fix(src, subject="[#20001][fix] No block reuse without a KV cache config"):
+def commit_a_fix(src, subject="[#20001][fix] No block from a negative reservation"):
     """What a maintainer commits on overlay/rc25: a guard in the package and its test, no trailers."""
-    path = src / REUSE
-    path.write_text(path.read_text().replace("return bool(kv_cache_config.enable_block_reuse)",
-                                             "return bool(kv_cache_config is not None and kv_cache_config.enable_block_reuse)"))
+    path = src / SCHEDULER
+    text = path.read_text()
+    assert "return max(free_blocks - reserved, 0)" in text
+    path.write_text(text.replace("return max(free_blocks - reserved, 0)", "return max(free_blocks - max(reserved, 0), 0)"))
     (src / TEST).write_text(FIX_TEST)
     sh("git", "-C", src, "add", "-A")
-    sh("git", "-C", src, "commit", "-q", "-m", f"{subject}\n\nA request without a KV cache config reused blocks.")
+    sh("git", "-C", src, "commit", "-q", "-m", f"{subject}\n\nA negative reservation handed out blocks the pool lacks.")
     return sh("git", "-C", src, "rev-parse", "HEAD").stdout.strip()
 
 
@@ -79,18 +80,18 @@ def test_a_commit_on_the_branch_becomes_a_fix_of_ours_and_export_is_a_no_op_afte
     res = make(root, hint)
     assert res.returncode == 0, res.stderr
     ps = patchset.load(root, "rc25")
-    assert [(f.id, f.kind) for f in ps.fixes] == [("19450", "backport"), ("19514", "ours"), ("20001", "ours")]
+    assert [(f.id, f.kind) for f in ps.fixes] == [(f"{STACK_PR}", "backport"), ("19514", "ours"), ("20001", "ours")]
     fix = ps.fix("20001")
     [patch] = fix.patches
     url = ISSUE.format(20001)
-    assert patch.name.startswith("0004-20001-fix-No-block-reuse") and fix.bug == url
+    assert patch.name.startswith("0004-20001-fix-No-block-from-a-negative-reservation") and fix.bug == url
     assert [(k, v) for k, v in patch.trailers if k != "Last-Update"] == [
         ("Origin", f"vendor, {url}"), ("Bug", url), ("Forwarded", "no")]
     assert re.search(r"^index [0-9a-f]{40}\.\.[0-9a-f]{40} 100644$", patch.diff, re.M)  # git am -3 can find its base
     assert fix.tests.regression == (TEST,)
     got = {k: {o: n for o, n in v.items() if n} for k, v in fix.expected["source"][TEST].items() if k != "not_run"}
     assert got == {"unpatched": {"failed": 2}, "patched": {"passed": 2}}  # measured, as make backport measures
-    assert "tests/unittest/_torch/executor/test_reuse_without_config.py  2 failed -> 2 passed" in res.stdout
+    assert f"{TEST}  2 failed -> 2 passed" in res.stdout
     assert f"run: make delta TRTLLM=rc25 TRTLLM_SRC={src} FIXID=20001" in res.stdout
     assert main(["--root", str(root), "check", "--src", str(src), "--target", "rc25"]) == 0
     again = export_mod.export(patchset.load(root, "rc25"), Repo(src), "overlay/rc25")
@@ -105,7 +106,7 @@ def test_the_new_fix_has_its_own_delta_and_pr(stacked, tmp_path):
     # what only its author can say: the checklist's documentation item (new-fix says so)
     meta = metadata.Meta((root / "patches/rc25/patchset.yaml").read_text(), "patchset.yaml")
     meta.set_fix_value("20001", ("pr", "checklist"), [{"item": "documentation of the changed behaviour",
-                                                       "answer": "n/a", "why": "no page describes reuse"}])
+                                                       "answer": "n/a", "why": "no page describes the budget"}])
     (root / "patches/rc25/patchset.yaml").write_text(meta.text())
     report = tmp_path / "delta.json"
     res = make(root, "make", "delta", "TRTLLM=rc25", f"TRTLLM_SRC={src}", "FIXID=20001", f"REPORT={report}")
@@ -114,7 +115,7 @@ def test_the_new_fix_has_its_own_delta_and_pr(stacked, tmp_path):
                "SIGNOFF=Jane Developer <jane@example.com>")
     assert res.returncode == 0, res.stderr
     [title] = [p.read_text() for p in (root / "build" / "pr").glob("*/title.txt")]
-    assert title.strip() == "[#20001][fix] No block reuse without a KV cache config"
+    assert title.strip() == "[#20001][fix] No block from a negative reservation"
 
 
 def _renumbered(old: bytes) -> bytes:
@@ -128,12 +129,12 @@ def test_drop_and_move_renumber_the_series_and_keep_every_other_patch(stacked, c
     root, src = stacked
     was = {p.subject: _renumbered(p.file.read_bytes()) for p in patchset.load(root, "rc25").patches}
     assert main(["--root", str(root), "move", "--target", "rc25", "--src", str(src), "--fix-id", "19514",
-                 "--before", "19450"]) == 0
+                 "--before", f"{STACK_PR}"]) == 0
     ps = patchset.load(root, "rc25")
-    assert [f.id for f in ps.fixes] == ["19514", "19450"]
+    assert [f.id for f in ps.fixes] == ["19514", f"{STACK_PR}"]
     assert [p.name[:4] for p in ps.patches] == ["0001", "0002", "0003"]
     assert {p.subject: _renumbered(p.file.read_bytes()) for p in ps.patches} == was
-    assert main(["--root", str(root), "drop", "--target", "rc25", "--src", str(src), "--fix-id", "19450"]) == 0
+    assert main(["--root", str(root), "drop", "--target", "rc25", "--src", str(src), "--fix-id", f"{STACK_PR}"]) == 0
     out = capsys.readouterr().out
     ps = patchset.load(root, "rc25")
     assert [f.id for f in ps.fixes] == ["19514"] and [p.name[:4] for p in ps.patches] == ["0001", "0002"]
@@ -141,7 +142,7 @@ def test_drop_and_move_renumber_the_series_and_keep_every_other_patch(stacked, c
         s: b for s, b in was.items() if s in {p.subject for p in ps.patches}}
     assert "fix 19514: source mode measured again: as declared; stale, not measurable here: container" in out
     meta = (root / "patches/rc25/patchset.yaml").read_text()
-    assert ("# stale: measured on a stack where fix 19450 was still carried" in meta
+    assert (f"# stale: measured on a stack where fix {STACK_PR} was still carried" in meta
             and "make delta MODE=container FIXID=19514 measures it again" in meta)
     assert main(["--root", str(root), "check", "--src", str(src), "--target", "rc25"]) == 0
 
@@ -170,9 +171,9 @@ def test_a_move_that_cannot_apply_changes_nothing_and_names_the_hunk(stacked, mi
     (["new-fix", "--fix-id", "x y"], 2, "is not a fix id"),
     (["new-fix", "--fix-id", "ABC-1"], 2, "fix ABC-1 is not a bug's number: say its bug"),
     (["new-fix", "--fix-id", "20001", "--commit", "deadbeef"], 4, "'deadbeef' is no commit"),
-    (["drop", "--fix-id", "7"], 4, "rc25 carries no fix '7' (it carries: 19450, 19514)"),
+    (["drop", "--fix-id", "7"], 4, f"rc25 carries no fix '7' (it carries: {STACK_PR}, 19514)"),
     (["move", "--fix-id", "19514"], 2, "say where: BEFORE=<a fix> or AFTER=<a fix>, one of them"),
-    (["move", "--fix-id", "19514", "--after", "19514"], 2, "fix 19514 cannot go after itself (the others: 19450)"),
+    (["move", "--fix-id", "19514", "--after", "19514"], 2, f"fix 19514 cannot go after itself (the others: {STACK_PR})"),
 ))
 def test_bad_requests_change_nothing(stacked, argv, code, said, capsys):
     root, src = stacked

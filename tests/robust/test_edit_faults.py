@@ -13,12 +13,13 @@ from helpers import sh
 from patchkit import apply as apply_mod, patchset
 from robust.faults import Injector, defects, judge, look, sample
 from test_stack_verbs import commit_a_fix
+from stacks import STACK_PR
 
 MODES = ("fail", "kill-before", "kill-after")
 COMMANDS = {
     "new-fix": ["--fix-id", "20001"],
-    "drop": ["--fix-id", "19450"],
-    "move": ["--fix-id", "19514", "--before", "19450"],
+    "drop": ["--fix-id", f"{STACK_PR}"],
+    "move": ["--fix-id", "19514", "--before", f"{STACK_PR}"],
 }
 
 
