@@ -40,6 +40,7 @@ PR         ?=
 COMMIT     ?=
 BEFORE     ?=
 AFTER      ?=
+FETCH      ?=
 SECTION    ?=
 BUG        ?=
 TITLE      ?=
@@ -49,7 +50,7 @@ DURATIONS  ?=
 
 # Variables reach the CLI through the environment ("$$VAR"), never pasted into the shell line:
 # BRANCH='x;touch /tmp/p' or SIGNOFF with quotes, backticks or $$(...) stays one argument.
-export AUTHOR BASE BRANCH BUILD BUILDER DEST FIX FIXID FORK GPU_RUNNER MODE REGISTRY REPORT REPORTS SIGNOFF SINCE THREEWAY TLS_VERIFY TRTLLM TRTLLM_SRC TRTLLM_URL UNTIL VARIANT PR COMMIT BEFORE AFTER SECTION DURATIONS BUG TITLE
+export AUTHOR BASE BRANCH BUILD BUILDER DEST FETCH FIX FIXID FORK GPU_RUNNER MODE REGISTRY REPORT REPORTS SIGNOFF SINCE THREEWAY TLS_VERIFY TRTLLM TRTLLM_SRC TRTLLM_URL UNTIL VARIANT PR COMMIT BEFORE AFTER SECTION DURATIONS BUG TITLE
 
 # A variable with a value reaches the CLI as its flag when the user gave it (on make's command
 # line, even empty: make drops leading blanks, so GPU_RUNNER=' ' is empty to make) or it holds
@@ -84,18 +85,18 @@ test-slow: $(TEST_SETUP) ; $(PYTEST) -q -n 2 --dist loadscope -m 'slow or exhaus
 $(VENV)/.docs-installed: $(SETUP)
 	$(PYTHON) tools/setup-env.py extra docs $(VENV) && touch $@
 docs: $(VENV)/.docs-installed ; $(VENV)/bin/mkdocs build --strict --quiet --site-dir "$$BUILD/site" ## build docs/ into $(BUILD)/site with MkDocs, any warning an error (BUILD)
-apply: $(SETUP) ; $(PATCHKIT) apply --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,TRTLLM_URL,--url) $(if $(THREEWAY),--threeway="$$THREEWAY") ## apply the series as commits on overlay/<set>, all or nothing; THREEWAY=keep leaves a conflict to resolve (TRTLLM, TRTLLM_SRC, TRTLLM_URL, THREEWAY)
+apply: $(SETUP) ; $(PATCHKIT) apply --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,TRTLLM_URL,--url) $(if $(THREEWAY),--threeway="$$THREEWAY") $(if $(filter 0,$(FETCH)),--no-fetch) ## apply the series as commits on overlay/<set>, all or nothing; THREEWAY=keep leaves a conflict to resolve (TRTLLM, TRTLLM_SRC, TRTLLM_URL, THREEWAY, FETCH)
 unapply: $(SETUP) ; $(PATCHKIT) unapply --target="$$TRTLLM" --src="$$TRTLLM_SRC" ## return the checkout to where it was before apply (TRTLLM, TRTLLM_SRC)
-check: $(SETUP) ; $(PATCHKIT) check --src="$$TRTLLM_SRC" ## how every patch set applies to a checkout, changing nothing; exit 1 when one needs 3-way (TRTLLM_SRC)
-radar: $(SETUP) ; $(PATCHKIT) radar --target="$$TRTLLM" --src="$$TRTLLM_SRC" --out="$$BUILD/radar" $(call given,TRTLLM_URL,--url) $(call given,SINCE,--since) $(call given,UNTIL,--until) $(call given,FIXID,--fix-id) ## since which upstream commit each fix breaks, is already upstream or is fixed upstream; exit 1: work to do (TRTLLM, SINCE, UNTIL, FIXID, TRTLLM_SRC, TRTLLM_URL, BUILD)
-backport: $(SETUP) ; $(PATCHKIT) backport --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,TRTLLM_URL,--url) $(call given,PR,--pr) $(call given,COMMIT,--commit) $(call given,BEFORE,--before) $(call given,AFTER,--after) ## carry an upstream PR (or COMMIT) as a fix of the stack, measured, written all or nothing (TRTLLM, PR, COMMIT, BEFORE, AFTER, TRTLLM_SRC, TRTLLM_URL)
+check: $(SETUP) ; $(PATCHKIT) check --src="$$TRTLLM_SRC" $(if $(filter 0,$(FETCH)),--no-fetch) ## how every patch set applies to a checkout, changing nothing; exit 1 when one needs 3-way (TRTLLM_SRC, FETCH)
+radar: $(SETUP) ; $(PATCHKIT) radar --target="$$TRTLLM" --src="$$TRTLLM_SRC" --out="$$BUILD/radar" $(call given,TRTLLM_URL,--url) $(call given,SINCE,--since) $(call given,UNTIL,--until) $(call given,FIXID,--fix-id) $(if $(filter 0,$(FETCH)),--no-fetch) ## since which upstream commit each fix breaks, is already upstream or is fixed upstream; exit 1: work to do (TRTLLM, SINCE, UNTIL, FIXID, TRTLLM_SRC, TRTLLM_URL, BUILD, FETCH)
+backport: $(SETUP) ; $(PATCHKIT) backport --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,TRTLLM_URL,--url) $(call given,PR,--pr) $(call given,COMMIT,--commit) $(call given,BEFORE,--before) $(call given,AFTER,--after) $(if $(filter 0,$(FETCH)),--no-fetch) ## carry an upstream PR (or COMMIT) as a fix of the stack, measured, written all or nothing (TRTLLM, PR, COMMIT, BEFORE, AFTER, TRTLLM_SRC, TRTLLM_URL, FETCH)
 new-fix: $(SETUP) ; $(PATCHKIT) new-fix --target="$$TRTLLM" --src="$$TRTLLM_SRC" --branch="$$BRANCH" $(call given,FIXID,--fix-id) $(call given,BUG,--bug) $(call given,TITLE,--title) $(call given,COMMIT,--commit) ## your commits (or COMMIT) as a new fix of ours, measured (TRTLLM, FIXID, BUG, TITLE, COMMIT, BRANCH, TRTLLM_SRC)
 drop: $(SETUP) ; $(PATCHKIT) drop --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,TRTLLM_URL,--url) $(call given,FIXID,--fix-id) ## take a fix out of the stack (TRTLLM, FIXID, TRTLLM_SRC, TRTLLM_URL)
 move: $(SETUP) ; $(PATCHKIT) move --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,TRTLLM_URL,--url) $(call given,FIXID,--fix-id) $(call given,BEFORE,--before) $(call given,AFTER,--after) ## put a fix BEFORE or AFTER another (TRTLLM, FIXID, BEFORE, AFTER, TRTLLM_SRC, TRTLLM_URL)
 miniature: $(SETUP) ; $(PATCHKIT) miniature --dest="$$DEST" $(call given,VARIANT,--variant) ## build the miniature upstream (DEST, VARIANT)
 targets: $(SETUP) ; $(PATCHKIT) targets ## list the patch sets
 bench: $(SETUP) $(HOOKS) ; $(PATCHKIT) bench --workdir="$$BUILD/bench" $(call given,SECTION,--only) ## speed goals beside measured figures, ratios paired; SECTION=<name> measures one (BUILD, SECTION)
-delta: $(SETUP) ; $(PATCHKIT) delta --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,TRTLLM_URL,--url) $(call given,MODE,--mode) $(call given,FIXID,--fix-id) $(call given,REPORT,--report) $(call given,BASE,--base) $(call given,BUILDER,--builder) ## each fix's tests without it and with the whole stack, measured and graded (TRTLLM, TRTLLM_SRC, MODE, FIXID, REPORT, BASE, BUILDER)
+delta: $(SETUP) ; $(PATCHKIT) delta --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,TRTLLM_URL,--url) $(call given,MODE,--mode) $(call given,FIXID,--fix-id) $(call given,REPORT,--report) $(call given,BASE,--base) $(call given,BUILDER,--builder) $(if $(filter 0,$(FETCH)),--no-fetch) ## each fix's tests without it and with the whole stack, measured and graded (TRTLLM, TRTLLM_SRC, MODE, FIXID, REPORT, BASE, BUILDER, FETCH)
 waivers: $(SETUP) ; $(PATCHKIT) waivers --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,TRTLLM_URL,--url) ## which waives.txt lines skip the set's tests at its ref and after the set, and its edit as -/+ lines (TRTLLM, TRTLLM_SRC)
 lint: $(SETUP) $(HOOKS) ; $(PATCHKIT) lint --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,TRTLLM_URL,--url) $(call given,REPORT,--report) $(if $(FIX),--fix) ## upstream's own pre-commit hooks at their pinned revs on the series' files; FIX=1 mends the series (TRTLLM, TRTLLM_SRC, TRTLLM_URL, REPORT, FIX)
 pr: $(SETUP) $(HOOKS) ; $(PATCHKIT) pr --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,REPORT,--report) $(call given,SIGNOFF,--signoff) $(call given,FORK,--fork) $(call given,AUTHOR,--author) $(call given,FIXID,--fix-id) ## the signed-off PR branch of one own fix, title and body from the delta report and make lint, and the gh command that opens it (TRTLLM, FIXID, TRTLLM_SRC, REPORT, SIGNOFF, FORK, AUTHOR)

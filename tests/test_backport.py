@@ -266,7 +266,8 @@ def test_make_backport_of_a_pr_already_in_the_ref_says_so(tmp_path, checkout):
              "TRTLLM=main", f"TRTLLM_SRC={checkout}", "PR=19450", "backport", check=False)
     assert res.returncode == 0, res.stderr
     squash = git(checkout, "rev-parse", "origin/main")[:12]
-    assert res.stdout.strip() == (f"main: 19450 ({GITHUB}/pull/19450, merged as {squash}) is already in main ({squash}) "
+    assert res.stdout.strip() == (f"upstream: origin/main {squash}, fetched now\n"  # #33 item 4: the ref judged
+                                  f"main: 19450 ({GITHUB}/pull/19450, merged as {squash}) is already in main ({squash}) "
                                   f"at {squash}; nothing written")
 
 

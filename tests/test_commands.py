@@ -53,7 +53,9 @@ def test_each_make_variable_of_a_command_is_passed_by_its_make_target():
         assert rule, c.name
         for a in c.args:
             if a.make:
-                passed = ([f"$(if $({a.make}),{a.flag})"] if a.options.get("action") == "store_true"
+                # a switch that turns something off (--no-fetch) is VAR=0 (FETCH=0)
+                passed = ([f"$(if $(filter 0,$({a.make})),{a.flag})"] if a.flag.startswith("--no-")
+                          else [f"$(if $({a.make}),{a.flag})"] if a.options.get("action") == "store_true"
                           else [f'{a.flag}="$${a.make}', f"$(call given,{a.make},{a.flag})"])
                 assert any(p in rule.group(0) for p in passed), (c.name, a.flag, a.make)
 

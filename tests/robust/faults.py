@@ -3,7 +3,8 @@
 FAULT_N=n (1-based; 0 counts only), FAULT_MODE=fail|fail-writes-from|kill-before|kill-after
 (fail-writes-from: from that call on, every git command that writes fails, as with read-only
 refs or a failing reference-transaction hook, so a rollback fails too), FAULT_COUNTER
-a file that counts calls, FAULT_PID the patchkit process to kill (the launcher execs into
+a file that counts calls, FAULT_LOG (optional) a file each call's number and arguments are
+appended to, FAULT_PID the patchkit process to kill (the launcher execs into
 it, so its pid is known before it starts). Nested git calls (clone's upload-pack) count too.
 """
 from __future__ import annotations
@@ -22,6 +23,7 @@ from helpers import ROOT, state_of
 WRAPPER = r'''#!/bin/sh
 n=0; read n 2>/dev/null < "$FAULT_COUNTER"; n=$((n + 1))  # read, a builtin: no process per git call
 echo $n > "$FAULT_COUNTER"
+[ -n "$FAULT_LOG" ] && echo "$n $*" >> "$FAULT_LOG"
 if [ "$FAULT_MODE" = fail-writes-from ] && [ "$FAULT_N" -gt 0 ] && [ "$n" -ge "$FAULT_N" ]; then
   for a in "$@"; do
     case "$a" in
@@ -60,12 +62,14 @@ class Injector:
         self.counter = tmp / "fault-counter"
         self.real = shutil.which("git")
 
-    def run(self, argv: list[str], n: int = 0, mode: str = "fail", root: Path = ROOT, timeout: float = 120) -> Run:
-        """patchkit argv with a fault at git call n (0: none); the crash log dir is checked by callers."""
+    def run(self, argv: list[str], n: int = 0, mode: str = "fail", root: Path = ROOT, timeout: float = 120,
+            log: Path | None = None) -> Run:
+        """patchkit argv with a fault at git call n (0: none); the crash log dir is checked by callers.
+        log: a file each git call is appended to, as '<n> <arguments>'."""
         self.counter.write_text("0")
         env = dict(os.environ, PATH=f"{self.bin}:{os.environ['PATH']}", FAULT_N=str(n), FAULT_MODE=mode,
                    FAULT_COUNTER=str(self.counter), REAL_GIT=self.real, PATCHKIT_LOCK_WAIT="1",
-                   GIT_PYTHON_GIT_EXECUTABLE=str(self.bin / "git"))
+                   GIT_PYTHON_GIT_EXECUTABLE=str(self.bin / "git"), FAULT_LOG=str(log or ""))
         launcher = 'FAULT_PID=$$; export FAULT_PID; exec "$0" "$@"'
         res = subprocess.run(["sh", "-c", launcher, sys.executable, "-m", "patchkit", "--root", str(root), *argv],
                              capture_output=True, text=True, env=env, timeout=timeout)

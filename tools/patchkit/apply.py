@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import amsession, applied, lock, series, state
+from . import amsession, applied, fresh, lock, series, state
 from .amsession import KEEP
 from .applied import APPLIED, APPLYING, ON_TOP, RESOLVING, SAME, SIGNED, UNAPPLYING, read_state
 from .delta import upstreamfix
@@ -14,7 +14,7 @@ from .errors import Conflict, Hint, NotFound, UserError
 from .git import GitError, Repo, Sha, short_ref
 from .model import PatchSet
 from .transaction import require_clean, transaction
-from .upstream import base_of, discard_clone, obtain, refuse_symlinked_paths
+from .upstream import discard_clone, obtain, refuse_symlinked_paths
 from .waives import edit as waiver_edit
 from .waives.narrow import Narrowing
 
@@ -36,19 +36,22 @@ class ApplyResult:
     waiver_commit: str = ""  # the computed waiver commit apply added on top of the series ("": none)
     rebuilt: str = ""  # the tip of apply's own earlier branch that this apply replaced ("": none)
     session: amsession.Session | None = None  # THREEWAY=keep: the git am -3 session left to resolve
+    view: fresh.View | None = None  # the upstream commit judged, and how fresh that view is
 
     @property
     def hints(self) -> list[Hint]:
         return list(self.session.hints) if self.session else []
 
 
-def apply(ps: PatchSet, *, src: Path, url: str | None = None, threeway: bool | str = False) -> ApplyResult:
-    """Apply ps to the checkout at src (cloning it first when missing); raise on any conflict,
-    except with threeway=KEEP: a conflict is then left as a git am -3 session (amsession.py)."""
+def apply(ps: PatchSet, *, src: Path, url: str | None = None, threeway: bool | str = False,
+          fetch: bool = True) -> ApplyResult:
+    """Apply ps to the checkout at src (cloning it first when missing; else fetching the set's
+    ref, unless fetch is False); raise on any conflict, except with threeway=KEEP: a conflict
+    is then left as a git am -3 session (amsession.py)."""
     with contextlib.ExitStack() as held:
         repo, cloned = obtain(ps, src, url, hold=held, command=f"apply {ps.target}")
         try:
-            return _apply(ps, repo, cloned, threeway, url)
+            return _apply(ps, repo, cloned, threeway, url, fetch)
         except BaseException:
             if cloned:
                 discard_clone(src)
@@ -158,13 +161,15 @@ def _state_of_apply(ps: PatchSet, repo: Repo, notes: list[str], doing: str) -> d
     return st
 
 
-def _apply(ps: PatchSet, repo: Repo, cloned: bool, threeway: bool | str, url: str | None = None) -> ApplyResult:
+def _apply(ps: PatchSet, repo: Repo, cloned: bool, threeway: bool | str, url: str | None = None,
+           fetch: bool = True) -> ApplyResult:
     notes: list[str] = []
     st = _state_of_apply(ps, repo, notes, "apply")
     if threeway == KEEP:
         amsession.require_identity(repo)
     require_clean(repo)
-    base_ref, base = base_of(repo, ps, url)
+    seen = fresh.view(repo, ps, fetch=fetch, url=url)
+    base_ref, base = seen.ref, Sha(seen.commit)
     branch_ref = f"refs/heads/{ps.branch}"
     there = repo.checked_out_elsewhere().get(branch_ref)
     if there:
@@ -178,7 +183,7 @@ def _apply(ps: PatchSet, repo: Repo, cloned: bool, threeway: bool | str, url: st
                      f"dropped it and applied afresh")
         st = None
     result = ApplyResult(ps.target, str(repo.path), ps.branch, base_ref, base, existing or base, cloned, False,
-                         notes=notes)
+                         notes=notes, view=seen)
     if existing:
         if _already(ps, repo, st, existing, base, result):
             return result

@@ -18,7 +18,8 @@ def _found(notes) -> list[str]:
 
 
 def apply_result(r) -> str:
-    found = _found(getattr(r, "notes", []))
+    # which upstream commit apply judged, and how fresh that view is (#33 item 4)
+    found = _found(getattr(r, "notes", [])) + ([f"upstream: {r.view.said()}"] if getattr(r, "view", None) else [])
     if getattr(r, "checked_out_again", False):
         return "\n".join([f"{r.target}: branch {r.branch} ({r.tip[:12]}) was already built; checked it out again "
                           f"in {r.checkout}", *found])

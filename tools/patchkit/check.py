@@ -4,12 +4,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import provenance, series, stack
+from . import fresh, provenance, series, stack
 from .delta import upstreamfix
 from .errors import BadInput, Hint, NotFound
 from .git import Repo, fetch_command
 from .model import PatchSet
-from .upstream import base_of
 
 
 @dataclass
@@ -42,6 +41,7 @@ class TargetCheck:
     note: str = ""
     upstream_fix: upstreamfix.UpstreamFix | None = None  # measured when a fix patch does not apply cleanly
     fixes: list[FixCheck] = field(default_factory=list)  # the stack, in order
+    view: fresh.View | None = None  # the commit judged, and how fresh that view of upstream is
     verdict: str = field(init=False)  # fields, not properties, so that --json carries them too
     conflicts: bool = field(init=False)
     stale: bool = field(init=False)
@@ -84,11 +84,11 @@ class Checks(list):
     hints: list[Hint]
 
 
-def check(sets: list[PatchSet], *, src: Path) -> Checks:
+def check(sets: list[PatchSet], *, src: Path, fetch: bool = True) -> Checks:
     """Probe each set against its ref in the checkout at src: clean / 3-way / conflict / upstream.
     A patch without its provenance (an Origin and a status trailer), or with a DEP-3 field twice,
     is refused before any probe (a patch filed under another fix than its Origin names is
-    refused when the set loads)."""
+    refused when the set loads). Each set's ref is fetched first (fresh.view), unless fetch is False."""
     lacking = [m for ps in sets for m in provenance.missing(ps)]
     if lacking:
         more = f" (and {len(lacking) - 1} more: {', '.join(m.patch.name for m in lacking[1:])})" if lacking[1:] else ""
@@ -100,10 +100,11 @@ def check(sets: list[PatchSet], *, src: Path) -> Checks:
     results: list[TargetCheck] = []
     for ps in sets:
         try:
-            _ref, base = base_of(repo, ps)
+            seen = fresh.view(repo, ps, fetch=fetch)
         except NotFound as exc:
             results.append(TargetCheck(ps.target, ps.upstream.ref, None, note=exc.message, fixes=fix_checks(ps)))
             continue
+        base = seen.commit
         # Probe plainly first, so each conflict is named; then see whether 3-way rescues it. Nothing
         # is kept, so no commit is made (record=False): one git apply per clean patch, not three
         # git processes (a 10-fix stack's check took 10x the one-fix set's, #26's bench).
@@ -118,7 +119,8 @@ def check(sets: list[PatchSet], *, src: Path) -> Checks:
                         if p.status == series.CONFLICT and m.status == series.THREEWAY else p
                         for p, m in zip(plain.outcomes, merged.outcomes)]
         fix = upstreamfix.probe(ps, repo, base, outcomes) if upstreamfix.needs_probe(outcomes) else None
-        results.append(TargetCheck(ps.target, ps.upstream.ref, base, outcomes, upstream_fix=fix, fixes=fix_checks(ps)))
+        results.append(TargetCheck(ps.target, ps.upstream.ref, base, outcomes, upstream_fix=fix, fixes=fix_checks(ps),
+                                   view=seen))
     if results and all(r.base is None for r in results):
         # A CI gate must not pass on an empty or wrong repository (#24 item 7).
         fetch = " && ".join(dict.fromkeys(fetch_command(repo, ps.upstream.ref, ps.upstream.url) for ps in sets))

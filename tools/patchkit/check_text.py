@@ -28,5 +28,7 @@ def check_results(results) -> str:
             fx = r.upstream_fix
             drifts.append(f"{r.target}: {fx.summary()}" + (f"\n{r.target}: to do: {fx.advice()}" if fx.fixed else ""))
     drifts += [f"{r.target}: {r.note}" for r in results if r.base is None and r.note]  # how to fetch it
+    # which upstream commit each set was judged on, and how fresh that view is (#33 item 4)
+    drifts = [f"{r.target}: upstream {r.view.said()}" for r in results if r.view is not None] + drifts
     text = table(rows, ("target", "ref", "commit", "verdict")) + ("\n" + table(details) if details else "")
     return "\n".join([text, *filter(None, drifts)])

@@ -8,7 +8,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
-from . import lock
+from . import fresh, lock
 from .errors import BadInput, Hint, NotFound
 from .git import Repo, Sha, partial_clone, resolve_target_ref
 from .model import PatchSet
@@ -128,7 +128,9 @@ def _clone(ps: PatchSet, src: Path, url: str | None, hold: contextlib.ExitStack 
             # Landed or refused, the lock file goes while still held (a refused clone into a
             # folder that was already there left it behind): see lock.hold for who waited on it.
             _drop_clone_lock(src)
-    return Repo(src), True
+    landed = Repo(src)
+    fresh.record(landed, resolve_target_ref(landed, ps.upstream.ref)[0], fresh.CLONED)
+    return landed, True
 
 
 def _fetch_missing_ref(repo: Repo, ps: PatchSet) -> None:
@@ -141,7 +143,8 @@ def _fetch_missing_ref(repo: Repo, ps: PatchSet) -> None:
     try:
         resolve_target_ref(repo, ps.upstream.ref)
     except NotFound:
-        repo.fetch_ref(ps.upstream.ref)
+        if repo.fetch_ref(ps.upstream.ref):
+            fresh.record(repo, resolve_target_ref(repo, ps.upstream.ref)[0])
     patterns = repo.sparse_patterns()
     wanted = [p for p in ps.sparse_paths if f"/{p}" not in patterns]
     if patterns and wanted and not repo.is_dirty():

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .. import patchset, scratch, series, stack
+from .. import fresh, patchset, scratch, series, stack
 from ..delta import measure as delta_measure
 from ..delta.run import Runner, SourceRunner
 from ..edit import metadata, onref, patchfiles, text as edit_text
@@ -28,7 +28,7 @@ from ..errors import BadInput, Conflict, Hint
 from ..git import Repo, Sha, short_ref
 from ..model import BACKPORT, Fix, PatchSet, Status, Tests, is_test_path
 from .. import upstream
-from ..upstream import base_of, refuse_symlinked_paths
+from ..upstream import refuse_symlinked_paths
 from . import change as changes, patches as patch_files
 
 _BUG = re.compile(r"^\[(?:#(\d+)|(https?://\S+?))\]")  # upstream's PR titles: [#<issue>][fix] ..., [https://nvbugs/<n>][fix] ...
@@ -55,6 +55,7 @@ class BackportResult:
     written: list[str] = field(default_factory=list)  # files of patches/<target>/, written or changed
     removed: list[str] = field(default_factory=list)
     range_diff: str = ""  # a replaced fix: git range-diff of its old patches against the new
+    view: fresh.View | None = None  # the upstream commit judged, and how fresh that view is
 
     @property
     def changed(self) -> bool:
@@ -71,8 +72,9 @@ class BackportResult:
 
 def backport(ps: PatchSet, *, root: Path, src: Path, url: str | None = None, pr: str | None = None,
              commit: str | None = None, before: str | None = None, after: str | None = None,
-             today: str | None = None, runner: Runner | None = None) -> BackportResult:
-    """Carry pull request pr (or commit) as a backport fix of ps's stack; see the module."""
+             today: str | None = None, runner: Runner | None = None, fetch: bool = True) -> BackportResult:
+    """Carry pull request pr (or commit) as a backport fix of ps's stack; see the module. The
+    set's ref is fetched first (fresh.view), unless fetch is False."""
     if (pr is None) == (commit is None):
         raise BadInput("name the change: a pull request (PR=<number>) or a commit (COMMIT=<id>), one of them",
                        setting="pr", hint=Hint.choose("pr"))
@@ -81,12 +83,14 @@ def backport(ps: PatchSet, *, root: Path, src: Path, url: str | None = None, pr:
     day = today or datetime.date.today().isoformat()
     edit = SetEdit(root, ps.target, f"backport {ps.target}")  # the set as the run starts from it
     with upstream.held(ps, src, url, f"backport {ps.target}") as (repo, _cloned):
-        return _backport(ps, repo, edit, pr, commit, before, after, day, runner)
+        return _backport(ps, repo, edit, pr, commit, before, after, day, runner,
+                         fresh.view(repo, ps, fetch=fetch, url=url))
 
 
 def _backport(ps: PatchSet, repo: Repo, edit: SetEdit, pr: str | None, commit: str | None,
-              before: str | None, after: str | None, today: str, runner: Runner | None) -> BackportResult:
-    ref, target = base_of(repo, ps)
+              before: str | None, after: str | None, today: str, runner: Runner | None,
+              seen: fresh.View) -> BackportResult:
+    ref, target = seen.ref, Sha(seen.commit)
     web = changes.web_url(ps.upstream.url)
     ch = changes.find_pr(repo, pr, web) if pr is not None else changes.find_commit(repo, commit or "", web)
     old = next((f for f in ps.fixes if f.id == ch.fix_id), None)
@@ -96,7 +100,7 @@ def _backport(ps: PatchSet, repo: Repo, edit: SetEdit, pr: str | None, commit: s
     subject = repo.commit_info(ch.commits[0]).subject
     result = BackportResult(ps.target, ch.fix_id, ch.kind, ch.origin, ref, target, list(ch.commits), ch.base,
                             title=re.sub(r"\s*\(#\d+\)\s*$", "", subject) if ch.kind == changes.MERGED else subject,
-                            replaced=old is not None)
+                            replaced=old is not None, view=seen)
     landed = ch.upstream_commit or ch.head
     if landed and changes.contains(repo, target, landed):
         result.already = f"at {landed[:12]}"
@@ -209,9 +213,10 @@ def describe(r: BackportResult) -> str:
            changes.COMMIT: "a commit"}[r.kind]
     head = f"{r.target}: {r.fix} ({r.origin}, {how})"
     if r.already:
-        return f"{head} is already in {short_ref(r.ref)} ({r.ref_commit[:12]}) {r.already}; nothing written"
+        return (f"upstream: {r.view.said()}\n" if r.view else "") + (
+            f"{head} is already in {short_ref(r.ref)} ({r.ref_commit[:12]}) {r.already}; nothing written")
     lines = [f"{head}: {'replaced in place' if r.replaced else 'a new backport'}, {r.placed}, "
-             f"on {short_ref(r.ref)} ({r.ref_commit[:12]})",
+             f"on {short_ref(r.ref)} ({r.ref_commit[:12]})", *([f"upstream: {r.view.said()}"] if r.view else []),
              edit_text.stack_table(r.stack)]
     lines += edit_text.tests_lines(r.fix, r.expected, r.unfenced, r.tests_ran)
     if r.range_diff:

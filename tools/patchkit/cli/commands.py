@@ -14,14 +14,14 @@ from ..waives import text as waivers_text
 from . import parser
 from .runs import (_apply, _backport, _described, _bench, _bench_text, _check, _container, _dco, _delta, _demo, _export, _lint, _miniature, _miniature_text, _new_fix,
                    _pr, _push, _reorder, _radar, _radar_text, _summary, _targets, _unapply, _waivers, _workflow)
-from .table import (BASE, BRANCH, BUILDER, FIX_ID, REGISTRY, REPORT, SIGNOFF, SRC, SRC_REQUIRED, TARGET, URL, WORKDIR,
+from .table import (BASE, BRANCH, BUILDER, FIX_ID, NO_FETCH, REGISTRY, REPORT, SIGNOFF, SRC, SRC_REQUIRED, TARGET, URL, WORKDIR,
                     Command, _mismatch_unless, arg)
 
 COMMANDS: dict[str, Command] = {c.name: c for c in (
     Command("apply", "apply a patch set's series as commits on its branch (all or nothing)",
             (TARGET, SRC, URL, arg("--threeway", "THREEWAY", "merge drifted patches 3-way (1); keep: leave a conflict as a "
                                    "git am -3 session, with markers in the files, to resolve by hand",
-                                   nargs="?", const=True, type=parser.threeway)),
+                                   nargs="?", const=True, type=parser.threeway), NO_FETCH),
             _apply, apply_text.apply_result,
             "make apply TRTLLM=main THREEWAY=1\npatchkit apply --target main --src build/trtllm-main --threeway keep",
             lambda res: _mismatch_unless(res.session is None)),
@@ -29,14 +29,15 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
             apply_text.unapply_result, "make unapply TRTLLM=main\npatchkit unapply --target main --src build/trtllm-main"),
     Command("check", "report how every patch set applies, changing nothing (exit 1 when a patch needs 3-way or is "
             "already upstream, 3 on a conflict)",
-            (SRC_REQUIRED, arg("--target", None, "only these patch sets (default: all)", action="append")),
+            (SRC_REQUIRED, arg("--target", None, "only these patch sets (default: all)", action="append"), NO_FETCH),
             _check, check_text.check_results, "make check TRTLLM_SRC=build/trtllm-main\npatchkit check --src build/trtllm-main",
             lambda res: ExitCode.CONFLICT if any(r.conflicts for r in res) else _mismatch_unless(not any(r.stale for r in res))),
     Command("radar", "since which upstream commit each fix of a set breaks, and since which it is no longer needed "
             "(exit 1: a fix needs work at UNTIL)",
             (TARGET, SRC, URL, arg("--since", "SINCE", "first commit of the range (default: the set's upstream.base)"),
              arg("--until", "UNTIL", "last commit of the range (default: the set's ref)"), FIX_ID,
-             arg("--out", None, "where to write <target>.json and <target>.md (default: build/radar)", type=Path)),
+             arg("--out", None, "where to write <target>.json and <target>.md (default: build/radar)", type=Path),
+             NO_FETCH),
             _radar, _radar_text,
             "make radar TRTLLM=main SINCE=v1.3.0rc25\npatchkit radar --target main --src build/trtllm-main --since v1.3.0rc25",
             lambda res: _mismatch_unless(res.action == "nothing")),
@@ -45,7 +46,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
             (TARGET, SRC, URL, arg("--pr", "PR", "the pull request's number (its squash commit once merged)"),
              arg("--commit", "COMMIT", "an upstream commit's id, instead of a pull request"),
              arg("--before", "BEFORE", "put the fix before this one (default: before our own fixes)"),
-             arg("--after", "AFTER", "put the fix after this one")),
+             arg("--after", "AFTER", "put the fix after this one"), NO_FETCH),
             _backport, _described("backport.command"),
             "make backport TRTLLM=rc25 PR=19450\npatchkit backport --target rc25 --src build/trtllm-rc25 --pr 19450"),
     Command("new-fix", "make commits of yours on the set's branch (those in no fix, or COMMIT) a new fix of ours, "
@@ -76,7 +77,8 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
                                    choices=DELTA_MODES), FIX_ID,
              arg("--report", "REPORT", "where to write the JSON report (default: build/delta/<target>.json)", type=Path),
              arg("--base", "BASE", "container mode: the unpatched image (default: the set's container.base)"),
-             arg("--builder", "BUILDER", "container mode: buildah, podman or docker (default: the first that works)")),
+             arg("--builder", "BUILDER", "container mode: buildah, podman or docker (default: the first that works)"),
+             NO_FETCH),
             _delta, delta_text.delta_result,
             "make delta TRTLLM=main REPORT=/tmp/main-delta.json\n"
             "patchkit delta --target main --src build/trtllm-main --report /tmp/main-delta.json",

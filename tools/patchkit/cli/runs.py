@@ -41,7 +41,7 @@ def _targets(root, args):
 def _apply(root, args):
     from .. import apply as apply_mod
     ps = _set(root, args)
-    return apply_mod.apply(ps, src=_src(root, ps, args), url=args.url, threeway=args.threeway)
+    return apply_mod.apply(ps, src=_src(root, ps, args), url=args.url, threeway=args.threeway, fetch=not args.no_fetch)
 
 
 def _unapply(root, args):
@@ -52,7 +52,8 @@ def _unapply(root, args):
 
 def _check(root, args):
     from .. import check as check_mod, patchset
-    return check_mod.check([patchset.load(root, t) for t in args.target or patchset.targets(root)], src=args.src)
+    return check_mod.check([patchset.load(root, t) for t in args.target or patchset.targets(root)], src=args.src,
+                           fetch=not args.no_fetch)
 
 
 def _waivers(root, args):
@@ -71,7 +72,7 @@ def _delta(root, args):
     repo, _ = obtain(ps, _src(root, ps, args), args.url)
     report = args.report or root / "build" / "delta" / f"{ps.target}.json"
     return delta_cmd.delta(ps, repo=repo, mode=args.mode or delta_cmd.default_mode(), report=report.resolve(),
-                           base_image=args.base, builder_name=args.builder, fix_id=args.fix_id)
+                           base_image=args.base, builder_name=args.builder, fix_id=args.fix_id, fetch=not args.no_fetch)
 
 
 def _lint(root, args):
@@ -168,7 +169,7 @@ def _radar(root, args):
     ps = _set(root, args)
     with contextlib.ExitStack() as held:
         repo, _ = obtain(ps, _src(root, ps, args), args.url, hold=held, command=f"radar {ps.target}")
-        res = radar_cmd.radar(ps, repo, since=args.since, until=args.until, fix_id=args.fix_id)
+        res = radar_cmd.radar(ps, repo, since=args.since, until=args.until, fix_id=args.fix_id, fetch=not args.no_fetch)
     out = (args.out or root / "build" / "radar").resolve()
     res.files = radar_cmd.report_paths(res.target, out)
     radar_cmd.write(res, out, as_json(res), report.markdown(res, [voice(args).hint(h) for h in res.hints]))
@@ -243,7 +244,7 @@ def _backport(root, args):
     from ..backport import command as backport_cmd
     ps = _set(root, args)
     return backport_cmd.backport(ps, root=root, src=_src(root, ps, args), url=args.url, pr=args.pr,
-                                 commit=args.commit, before=args.before, after=args.after)
+                                 commit=args.commit, before=args.before, after=args.after, fetch=not args.no_fetch)
 
 
 def _new_fix(root, args):

@@ -12,11 +12,11 @@ import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
-from .. import atomic, progress, scratch, series, stack
+from .. import atomic, fresh, progress, scratch, series, stack
 from ..errors import BadInput, Hint
 from ..git import Repo, Sha
 from ..model import Fix, PatchSet
-from ..upstream import base_of, refuse_symlinked_paths
+from ..upstream import refuse_symlinked_paths
 from . import MODES, images as container_images, measure, result as R, upstreamfix
 from .result import DeltaResult, FixDelta
 from .run import ContainerRunner, Runner, SourceRunner
@@ -31,16 +31,18 @@ def default_mode() -> str:
 
 def delta(ps: PatchSet, *, repo: Repo, mode: str, report: Path, runner: Runner | None = None,
           images: tuple[str, str] | None = None, base_image: str | None = None,
-          builder_name: str | None = None, fix_id: str | None = None) -> DeltaResult:
+          builder_name: str | None = None, fix_id: str | None = None, fetch: bool = True) -> DeltaResult:
     """Build the trees in scratch space, run each fix's tests without it and with the stack,
-    classify, grade, write the report. fix_id: that fix only (default: every fix)."""
+    classify, grade, write the report. fix_id: that fix only (default: every fix). The set's
+    ref is fetched first (fresh.view), unless fetch is False."""
     if mode not in MODES:
         raise BadInput(f"must be one of {', '.join(MODES)}, not {mode!r}", setting="mode")
     chosen = [stack.find(ps, fix_id)] if fix_id is not None else list(ps.fixes)
     if not any(f.tests.all for f in chosen):
         whose = f"fix {chosen[0].id} of the {ps.target} stack" if fix_id is not None else f"the {ps.target} patch set"
         raise BadInput(f"{whose} declares no tests (tests.regression in patchset.yaml)")
-    ref, base = base_of(repo, ps)
+    seen = fresh.view(repo, ps, fetch=fetch)
+    ref, base = seen.ref, Sha(seen.commit)
     refuse_symlinked_paths(repo, base, ps)  # the trees are written from git archive: no link may lead out
     used: dict[str, dict] = {}
     builder = ""
@@ -65,7 +67,8 @@ def delta(ps: PatchSet, *, repo: Repo, mode: str, report: Path, runner: Runner |
     result = DeltaResult(ps.target, mode, ref, base, sorted(sections.values(), key=lambda s: order.index(s.id)),
                          str(report), builder if grade else "", used or ({"unpatched": {"name": images[0]}, "patched": {"name": images[1]}}
                                                        if images and grade else {}),
-                         not_graded, len(ps.fixes), getattr(runner, "said", "") if sections else "")
+                         not_graded, len(ps.fixes), getattr(runner, "said", "") if sections else "",
+                         view=seen)
     atomic.write_text(report, result.as_json())
     return result
 

@@ -11,6 +11,7 @@ import json
 from dataclasses import asdict, dataclass, field
 
 from ..errors import Ask, Hint
+from ..fresh import View
 from ..model import Fix
 from . import compare
 from .run import TreeRun
@@ -96,6 +97,7 @@ class DeltaResult:
     not_graded: dict[str, str] = field(default_factory=dict)  # fix id -> why it has no section
     stack: int = 1  # how many fixes the target's stack carries (the text names each when several)
     tests_ran: str = ""  # where the tests ran: here, fenced or not (delta.run.SourceRunner.said); in the images
+    view: View | None = None  # fresh.View: the upstream commit judged, and how fresh that view of upstream is
     schema: int = SCHEMA
     ok: bool = field(init=False)
     valid: bool = field(init=False)

@@ -8,6 +8,8 @@ from ..text.table import table
 def delta_result(r) -> str:
     """The result of delta.command.delta() for people (--json prints its fields)."""
     head = f"delta {r.target} ({r.mode} mode) on {r.upstream_ref} {r.upstream_commit[:12]}"
+    if r.view is not None:
+        head += f"\nupstream: {r.view.said()}"
     if r.tests_ran and r.mode == "source":  # a stack's tests are pull requests' code: where they ran
         head += f"\ntests ran {r.tests_ran}"
     if r.stack == 1 and len(r.fixes) == 1:

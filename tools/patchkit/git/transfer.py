@@ -111,6 +111,43 @@ class TransferMixin:
         return _transfer(self._runner, [*args, "origin", f"+{name}:{local}"], f"fetching {ref}",
                          check=False, remote=self._origin()).returncode == 0
 
+    def refresh_ref(self, local: str) -> tuple[str, str]:
+        """Bring one ref that the checkout has up to date with origin's, and nothing else:
+        (the local ref written, '' or git's words when origin could not be reached).
+
+        local: where the checkout has it. A tag (refs/tags/x) or remote-tracking branch
+        (refs/remotes/origin/x) is fetched into itself; a local branch (refs/heads/x) into
+        refs/remotes/origin/x, so that the user's branches and work tree never move. A full
+        checkout fetches as git fetch would (nothing is sent when the tip is here). A shallow
+        one asks origin for the tip first: a tip it has moves the ref without a transfer (a
+        `fetch --depth 1` of it would cut the history radar deepened), a new one comes at depth
+        1 with the clone's filter (one commit, its trees, blobs on demand). A failure of git
+        other than an unreachable origin raises GitError (exit 3).
+        """
+        name = local.removeprefix("refs/remotes/origin/").removeprefix("refs/heads/")
+        theirs = local if local.startswith("refs/tags/") else f"refs/heads/{name}"
+        dest = local if local.startswith("refs/tags/") else f"refs/remotes/origin/{name}"
+        remote = self._origin()
+        base = ["fetch", "--no-tags", "--no-write-fetch-head", "--recurse-submodules=no"]
+        if self.is_shallow():
+            listed = _transfer(self._runner, ["ls-remote", "origin", theirs], f"asking origin for {name}",
+                               check=False, remote=remote, progress_flag=False)
+            said = _unreachable(listed)
+            if said:
+                return dest, said
+            tips = [line.split("\t", 1)[0] for line in listed.text.splitlines() if line.endswith(f"\t{theirs}")]
+            if not tips:
+                return dest, f"{remote} has no {theirs}"
+            tip = Sha(tips[0])
+            if self.present_commit(tip):
+                if self.rev_parse(dest) != tip:
+                    self._run("update-ref", "-m", f"patchkit: fetch {theirs} from origin", dest, tip)
+                return dest, ""
+            base += ["--depth", "1"]
+        res = _transfer(self._runner, [*base, "origin", f"+{theirs}:{dest}"], f"fetching {name} from origin",
+                        check=False, remote=remote)
+        return dest, _unreachable(res)
+
     def sparse_patterns(self) -> set[str]:
         """The sparse checkout's patterns; empty when the checkout is not sparse."""
         if self._run("config", "--bool", "core.sparseCheckout", check=False).text.strip() != "true":
@@ -189,6 +226,35 @@ def _transfer(runner: _Git, args: Sequence[str], what: str, *, check: bool = Tru
     flag = ["--progress"] if progress_flag else []
     with progress.step(what):
         return _call_watched(runner, [*pre, args[0], *flag, *args[1:]], check, remote or "the remote", what)
+
+
+# git's words (LC_ALL=C) when the remote cannot be reached at all: no network, no such host,
+# a path or URL that is not (or no longer) a repository, a connection that broke. Any other
+# failure of a fetch is git's failure, said as such (exit 3), never "offline".
+_UNREACHABLE = ("could not resolve host", "could not resolve hostname", "could not resolve proxy",
+                "failed to connect", "connection refused", "connection timed out", "network is unreachable",
+                "no route to host", "operation timed out", "unable to access", "unable to connect",
+                "could not read from remote repository", "does not appear to be a git repository",
+                "connection reset", "connection closed", "the remote end hung up")
+
+
+def unreachable(said: str) -> str:
+    """git's first words when what it said (stderr) is that the remote could not be reached; ''."""
+    lines = [line.strip() for line in said.splitlines() if line.strip()]
+    if any(marker in line.lower() for line in lines for marker in _UNREACHABLE):
+        return lines[0].removeprefix("fatal: ")
+    return ""
+
+
+def _unreachable(res: Result) -> str:
+    """'' when the transfer succeeded; git's first words when the remote could not be reached;
+    GitError for any other failure."""
+    if res.returncode == 0:
+        return ""
+    said = unreachable(res.stderr)
+    if said:
+        return said
+    raise GitError(list(res.cmd), res.returncode, "", res.stderr)
 
 
 class TransferFailed(NotFound):

@@ -20,12 +20,11 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import progress, stack
+from .. import fresh, progress, stack
 from ..delta import upstreamfix
 from ..errors import Hint, NotFound
 from ..git import Repo, resolve_target_ref, short_ref
 from ..model import BACKPORT, Fix, PatchSet
-from ..upstream import base_of
 from . import bisect as bisection, history, scan, verdict as verdicts
 
 # The JSON's shape; bumped on any incompatible change (the nightly workflow and make summary
@@ -99,13 +98,16 @@ class RadarResult:
     todo: str
     hints: list[Hint] = field(default_factory=list)
     files: list[str] = field(default_factory=list)  # build/radar/<target>.{json,md}, once written
+    view: fresh.View | None = None  # UNTIL by default, the set's ref: how fresh that view of upstream is
 
 
 def radar(ps: PatchSet, repo: Repo, *, since: str | None = None, until: str | None = None,
-          runner=None, fix_id: str | None = None) -> RadarResult:
+          runner=None, fix_id: str | None = None, fetch: bool = True) -> RadarResult:
     """The stack's status over SINCE..UNTIL (defaults: its recorded base .. its ref), per fix
-    (fix_id: that fix only)."""
+    (fix_id: that fix only). Without UNTIL, the set's ref is fetched first (fresh.view), unless
+    fetch is False."""
     chosen = [stack.find(ps, fix_id)] if fix_id is not None else list(ps.fixes)
+    seen = None
     if until:
         try:
             until_ref, until_sha = resolve_target_ref(repo, until)
@@ -116,7 +118,8 @@ def radar(ps: PatchSet, repo: Repo, *, since: str | None = None, until: str | No
                                hint=Hint.choose("until")) from None
             until_ref, until_sha = until, sha
     else:
-        until_ref, until_sha = base_of(repo, ps)
+        seen = fresh.view(repo, ps, fetch=fetch)
+        until_ref, until_sha = seen.ref, seen.commit
     until_ref = short_ref(until_ref)
     rng = history.resolve(ps, repo, until_ref, until_sha, since)
     cands = rng.candidates
@@ -160,7 +163,7 @@ def radar(ps: PatchSet, repo: Repo, *, since: str | None = None, until: str | No
     res = RadarResult(SCHEMA, ps.target, repo.config_get("remote.origin.url") or str(repo.path),
                       {"commit": rng.since, "rev": rng.since_rev, "how": rng.since_how},
                       {"commit": rng.until, "rev": rng.until_rev}, list(rng.paths), rng.commits_in_range,
-                      len(cands), [f.id for f in ps.fixes], reports, timeline, False, "nothing", "", "")
+                      len(cands), [f.id for f in ps.fixes], reports, timeline, False, "nothing", "", "", view=seen)
     for fx, fix in zip(reports, chosen):
         idx = idx_of[fix.id]
         verdicts.conclude(fx, res, ps, fix, repo, cands, [at_since[i] for i in idx], [at_until[i] for i in idx],

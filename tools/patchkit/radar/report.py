@@ -71,7 +71,7 @@ def text(r) -> str:
     top = (f"radar {r.target}: {r.since['commit'][:12]} ({r.since['how']}) .. {r.until['rev']} "
            f"{r.until['commit'][:12]}: {r.commits_in_range} commit(s), {r.candidates} touch the set's paths")
     body = table([*heads, *rows]) if rows else "no commit in the range changes the set's status"
-    lines = [top, body, *_radar_legend(r)]
+    lines = [top, *([f"upstream: {r.view.said()}"] if r.view else []), body, *_radar_legend(r)]
     for title, said in _radar_sections(r):
         lines += [title, *(f"  {s}" for s in said)] if title else said
     return "\n".join(lines + ([f"report: {', '.join(r.files)}"] if r.files else []))
@@ -84,7 +84,8 @@ def markdown(r, hints: Sequence[str] = ()) -> str:
     heads, rows = _radar_rows(r)
     out = [f"### radar `{r.target}`: {r.until['rev']} since `{r.since['commit'][:12]}`", "",
            f"{r.commits_in_range} commit(s) in `{r.since['commit'][:12]}..{r.until['commit'][:12]}` "
-           f"({r.since['how']}); {r.candidates} touch the set's paths.", ""]
+           f"({r.since['how']}); {r.candidates} touch the set's paths.", "",
+           *([f"Upstream: {r.view.said()}.", ""] if r.view else [])]
     if rows:
         # Markdown has one header row: each column of a fix says its id.
         owner = [next((t for t in heads[0][:i + 1][::-1] if t), "") for i in range(len(heads[0]))]

@@ -48,8 +48,10 @@ class Voice:
         values = {k: merged[k] for k in [*accepted, *merged] if k in merged}
         spelled = {k: self._spelling(k, command) for k in values}
         if self.via_make and all(make for _flag, make in spelled.values()):
-            return " ".join(["make", command] + [f"{spelled[k][1]}={shell_word('1' if v is True else str(v))}"
-                                                 for k, v in values.items()])
+            # a switch is VAR=1; one that turns something off (--no-fetch) is VAR=0 (FETCH=0)
+            return " ".join(["make", command] + [
+                f"{spelled[k][1]}={shell_word(('0' if spelled[k][0].startswith('--no-') else '1') if v is True else str(v))}"
+                for k, v in values.items()])
         words = ["patchkit", *map(shell_word, self.prefix), command]
         for k, v in values.items():
             for one in (v if isinstance(v, (list, tuple)) else [v]):
