@@ -26,6 +26,7 @@ BRANCH     ?= overlay/$(TRTLLM)
 SIGNOFF    ?=
 FORK       ?=
 AUTHOR     ?=
+NOTES      ?=
 FIX        ?=
 FIXID      ?=
 BUILDER    ?=
@@ -50,7 +51,7 @@ DURATIONS  ?=
 
 # Variables reach the CLI through the environment ("$$VAR"), never pasted into the shell line:
 # BRANCH='x;touch /tmp/p' or SIGNOFF with quotes, backticks or $$(...) stays one argument.
-export AUTHOR BASE BRANCH BUILD BUILDER DEST FETCH FIX FIXID FORK GPU_RUNNER MODE REGISTRY REPORT REPORTS SIGNOFF SINCE THREEWAY TLS_VERIFY TRTLLM TRTLLM_SRC TRTLLM_URL UNTIL VARIANT PR COMMIT BEFORE AFTER SECTION DURATIONS BUG TITLE
+export AUTHOR BASE BRANCH BUILD BUILDER DEST FETCH FIX FIXID FORK GPU_RUNNER MODE NOTES REGISTRY REPORT REPORTS SIGNOFF SINCE THREEWAY TLS_VERIFY TRTLLM TRTLLM_SRC TRTLLM_URL UNTIL VARIANT PR COMMIT BEFORE AFTER SECTION DURATIONS BUG TITLE
 
 # A variable with a value reaches the CLI as its flag when the user gave it (on make's command
 # line, even empty: make drops leading blanks, so GPU_RUNNER=' ' is empty to make) or it holds
@@ -99,7 +100,7 @@ bench: $(SETUP) $(HOOKS) ; $(PATCHKIT) bench --workdir="$$BUILD/bench" $(call gi
 delta: $(SETUP) ; $(PATCHKIT) delta --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,TRTLLM_URL,--url) $(call given,MODE,--mode) $(call given,FIXID,--fix-id) $(call given,REPORT,--report) $(call given,BASE,--base) $(call given,BUILDER,--builder) $(if $(filter 0,$(FETCH)),--no-fetch) ## each fix's tests without it and with the whole stack, measured and graded (TRTLLM, TRTLLM_SRC, MODE, FIXID, REPORT, BASE, BUILDER, FETCH)
 waivers: $(SETUP) ; $(PATCHKIT) waivers --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,TRTLLM_URL,--url) ## which waives.txt lines skip the set's tests at its ref and after the set, and its edit as -/+ lines (TRTLLM, TRTLLM_SRC)
 lint: $(SETUP) $(HOOKS) ; $(PATCHKIT) lint --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,TRTLLM_URL,--url) $(call given,REPORT,--report) $(if $(FIX),--fix) ## upstream's own pre-commit hooks at their pinned revs on the series' files; FIX=1 mends the series (TRTLLM, TRTLLM_SRC, TRTLLM_URL, REPORT, FIX)
-pr: $(SETUP) $(HOOKS) ; $(PATCHKIT) pr --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,REPORT,--report) $(call given,SIGNOFF,--signoff) $(call given,FORK,--fork) $(call given,AUTHOR,--author) $(call given,FIXID,--fix-id) ## the signed-off PR branch of one own fix, title and body from the delta report and make lint, and the gh command that opens it (TRTLLM, FIXID, TRTLLM_SRC, REPORT, SIGNOFF, FORK, AUTHOR)
+pr: $(SETUP) $(HOOKS) ; $(PATCHKIT) pr --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,REPORT,--report) $(call given,SIGNOFF,--signoff) $(call given,FORK,--fork) $(call given,AUTHOR,--author) $(call given,FIXID,--fix-id) $(if $(NOTES),--notes) ## the signed-off PR branch of one own fix, title and body from the delta report and make lint, and the gh command that opens it (TRTLLM, FIXID, TRTLLM_SRC, REPORT, SIGNOFF, FORK, AUTHOR, NOTES)
 dco: $(SETUP) ; $(PATCHKIT) dco --src="$$TRTLLM_SRC" --branch="$$BRANCH" $(if $(FIX),--fix) $(call given,SIGNOFF,--signoff) ## check DCO sign-offs on a branch; FIX=1 adds them (BRANCH, TRTLLM_SRC, FIX, SIGNOFF)
 export: $(SETUP) ; $(PATCHKIT) export --target="$$TRTLLM" --src="$$TRTLLM_SRC" --branch="$$BRANCH" ## write a branch back into patches/<set> (TRTLLM, BRANCH, TRTLLM_SRC)
 check-export: $(SETUP) ; $(PATCHKIT) check-export --target="$$TRTLLM" --src="$$TRTLLM_SRC" --branch="$$BRANCH" ## fail when patches/<set> is out of date with the branch (TRTLLM, BRANCH, TRTLLM_SRC)

@@ -124,7 +124,8 @@ def test_dco_hint_adds_fix_and_keeps_a_quoted_signoff(via, checkout, shell_env):
     """A value with spaces and angle brackets (SIGNOFF) comes back quoted, so the hint still runs."""
     _root, env = shell_env
     sh("git", "-C", checkout, "checkout", "-q", "-b", "work")
-    sh("git", "-C", checkout, "commit", "-q", "--allow-empty", "-m", "unsigned")
+    # authored by who signs it off: a sign-off is its author's to add (#33 item 7)
+    sh("git", "-C", checkout, "commit", "-q", "--allow-empty", "--author", SIGNOFF, "-m", "unsigned")
     first = (["make", "-s", "dco", f"TRTLLM_SRC={checkout}", "BRANCH=work", f"SIGNOFF={SIGNOFF}"] if via == "make"
              else ["patchkit", "dco", "--src", checkout, "--branch", "work", "--signoff", SIGNOFF])
     res = run(first, env)

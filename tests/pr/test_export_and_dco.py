@@ -74,6 +74,8 @@ def dco_repo(checkout):
 
 
 def test_dco_cases(dco_repo):
+    """#33 item 7: a sign-off that matches only the committer passed make dco; GitHub's DCO check
+    asks for the author's (and make pr's branches are now authored by the sign-off)."""
     r = dco_repo
     _commit(r, "good\n\nSigned-off-by: Ann Author <ann@example.com>")
     _commit(r, "case differs\n\nSigned-off-by: ANN AUTHOR <Ann@Example.COM>")
@@ -89,9 +91,11 @@ def test_dco_cases(dco_repo):
     res = dco.check(Repo(r), "work")
     assert res.skipped_merges == 1 and res.checked == 8
     bad = {v.subject: v.reason for v in res.violations}
-    assert set(bad) == {"missing trailer", "wrong email", "wrong name"}
+    assert set(bad) == {"by committer", "missing trailer", "wrong email", "wrong name"}
+    assert bad["by committer"] == ("signed off by its committer (Carl Committer <carl@example.com>) only, not by its "
+                                   "author (Ann Author <ann@example.com>)")
     assert bad["missing trailer"] == "no Signed-off-by trailer"
-    assert "matches neither author" in bad["wrong email"]
+    assert "does not name its author" in bad["wrong email"]
     assert "name differs" in bad["wrong name"]
 
 
@@ -102,11 +106,18 @@ def test_dco_fix_rewrites_keeps_a_backup_and_refuses_merges(dco_repo, capsys):
     old = sh("git", "-C", r, "rev-parse", "work").stdout.strip()
     code = main(["dco", "--src", str(r), "--branch", "work"])
     assert code == 1 and "1 violation" in capsys.readouterr().out
-    res = dco.fix(Repo(r), "work", Identity("Fixer Person", "fixer@example.com"))
+    # #33 item 7: a sign-off is its author's to add: another's commits are refused, nothing moves
+    with pytest.raises(BadInput, match=r"1 commit\(s\) of work to sign off are authored by Ann Author <ann@example.com>, "
+                                       r"not by Fixer Person <fixer@example.com>") as exc:
+        dco.fix(Repo(r), "work", Identity("Fixer Person", "fixer@example.com"))
+    assert exc.value.hint.settings == (("fix", True), ("signoff", "Ann Author <ann@example.com>"))
+    assert dco.check(Repo(r), "work").hints == [exc.value.hint]  # the check's own hint: sign off as the author
+    assert sh("git", "-C", r, "rev-parse", "work").stdout.strip() == old
+    res = dco.fix(Repo(r), "work", Identity("Ann Author", "ann@example.com"))
     assert res.ok and res.fixed
     assert sh("git", "-C", r, "rev-parse", res.backup_ref).stdout.strip() == old
     assert sh("git", "-C", r, "log", "-1", "--format=%an", "work~1").stdout.strip() == "Ann Author"
-    assert "Signed-off-by: Fixer Person <fixer@example.com>" in sh("git", "-C", r, "log", "-1", "--format=%B", "work~1").stdout
+    assert "Signed-off-by: Ann Author <ann@example.com>" in sh("git", "-C", r, "log", "-1", "--format=%B", "work~1").stdout
     assert sh("git", "-C", r, "status", "--porcelain", "--untracked-files=no").stdout == ""
     sh("git", "-C", r, "checkout", "-q", "-b", "side", "HEAD~1")
     _commit(r, "side", file="g.txt")
@@ -114,7 +125,7 @@ def test_dco_fix_rewrites_keeps_a_backup_and_refuses_merges(dco_repo, capsys):
     sh("git", "-C", r, "merge", "-q", "--no-ff", "-m", "merge", "side")
     from patchkit.errors import Conflict
     with pytest.raises(Conflict, match="merge commits"):
-        dco.fix(Repo(r), "work", Identity("Fixer Person", "fixer@example.com"))
+        dco.fix(Repo(r), "work", Identity("Ann Author", "ann@example.com"))
 
 
 def test_signoff_must_be_name_and_email():

@@ -63,7 +63,9 @@ class Scenario:
             "pr": ["pr", "--target", "rc25", "--src", str(work), "--report", str(self.report),
                    "--out", str(work.parent / "out"), "--signoff", SIGNOFF],
             "export": ["export", "--target", "rc25", "--src", str(work)],
-            "dco": ["dco", "--src", str(work), "--branch", "work", "--base", "main", "--fix", "--signoff", SIGNOFF],
+            # the commits' own author (the hermetic git identity) signs them off: a sign-off is the author's (#33 item 7)
+            "dco": ["dco", "--src", str(work), "--branch", "work", "--base", "main", "--fix", "--signoff",
+                    "Test User <test@example.com>"],
         }[self.name]
 
     def fresh(self, n: int) -> Path:

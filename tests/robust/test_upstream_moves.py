@@ -29,6 +29,8 @@ from robust.test_faults import Scenario, _defects, sweep
 
 UTIL = "tensorrt_llm/_torch/pyexecutor/_util.py"
 SIGNOFF = "Jane Developer <jane@example.com>"
+# Who authors apply's commits: the patches' own From: (make dco FIX=1 signs off as a commit's author, #33 item 7).
+APPLIED_BY = "{0.author_name} <{0.author_email}>".format(patchset.load(ROOT, "main").patches[0])
 
 
 # -- radar, delta and bench (#24 items 3 and 8) ----------------------------------------------------
@@ -405,7 +407,7 @@ def test_dco_fix_leaves_upstreams_commits_alone_in_a_checkout_without_remote_tra
     counted upstream's commits after its last tag as the branch's, and FIX rewrote them."""
     apply_mod.apply(load("main"), src=upstream)
     upstream_main = git(upstream, "rev-parse", "main")
-    code, out, err = cli(capsys, "dco", "--src", upstream, "--branch", "overlay/main", "--fix", "--signoff", SIGNOFF)
+    code, out, err = cli(capsys, "dco", "--src", upstream, "--branch", "overlay/main", "--fix", "--signoff", APPLIED_BY)
     assert code == 0, err + out
     ours = int(git(upstream, "rev-list", "--count", "main..overlay/main"))  # the series' commits
     assert ours >= len(load("main").patches) and f"{ours} commit(s) checked" in out and "all signed off" in out
@@ -418,7 +420,7 @@ def test_unapply_takes_the_branch_dco_fix_signed_off(capsys, checkout):
     move them elsewhere or delete the branch by hand' (exit 3), with no word of the backup."""
     start = seen(checkout)
     apply_mod.apply(load("main"), src=checkout)
-    code, out, err = cli(capsys, "dco", "--src", checkout, "--branch", "overlay/main", "--fix", "--signoff", SIGNOFF)
+    code, out, err = cli(capsys, "dco", "--src", checkout, "--branch", "overlay/main", "--fix", "--signoff", APPLIED_BY)
     assert code == 0 and "sign-offs added" in out, err
     code, out, err = cli(capsys, "unapply", "--target", "main", "--src", checkout)
     assert code == 0, err
@@ -431,7 +433,7 @@ def test_a_signed_off_set_is_already_applied_and_a_rewritten_one_names_the_backu
     """apply over the branch dco signed off said it was 'built from another version', with a
     hint to unapply that refused; a branch rewritten otherwise named no backup."""
     apply_mod.apply(load("main"), src=checkout)
-    dco.fix(Repo(checkout), "overlay/main", dco.parse_identity(SIGNOFF))
+    dco.fix(Repo(checkout), "overlay/main", dco.parse_identity(APPLIED_BY))
     code, out, err = cli(capsys, "apply", "--target", "main", "--src", checkout)
     assert code == 0 and "already applied" in out, err
     git(checkout, "commit", "-q", "--amend", "-m", "[#19514][doc] Reworded by hand")
@@ -915,11 +917,14 @@ def test_test_coverage_says_which_hooks_did_not_run_and_that_the_item_stays_open
     stats = {k: 0 for k in ("passed", "failed", "error", "skipped", "not_run")}
     ctx = {"regression": [], "neighbours": [], "ref": "main", "commit": "0123456789ab", "unpatched_tree": "main",
            "how": "in source mode.", "unpatched": stats, "patched": stats,
-           "counts": {k: 0 for k in ("fail_to_pass", "pass_to_pass", "pass_to_fail", "fail_to_fail")}, "waiver": None}
+           "counts": {k: 0 for k in ("fail_to_pass", "pass_to_pass", "pass_to_fail", "fail_to_fail")}, "waiver": None,
+           "unrun": []}
     not_run = {"config_found": True, "ran": ["isort"], "tools": {"isort": "isort==5.12.0"}, "failures": [],
                "not_run": {"ruff": "ruff==0.9.5 is not in the wheelhouse /w and pip could not fetch it (x)"}}
     text = body_mod._render("pr_test_coverage.md.j2", {**ctx, "lint": body_mod._lint_summary(not_run)})
-    assert ("`isort` (isort==5.12.0) passed. Not run here: `ruff` (ruff==0.9.5 is not in the wheelhouse /w and pip "
+    # #33 item 7: the verdict in words, of the hooks that ran only
+    assert text.count("Upstream's pre-commit hooks that could run here pass on the files the series changes") == 1
+    assert ("ran: `isort` (isort==5.12.0). Not run here: `ruff` (ruff==0.9.5 is not in the wheelhouse /w and pip "
             "could not fetch it (x)); they select files of the series, so the coding-guidelines item stays open.") in text
     error = {"config_found": True, "ran": [], "failures": [], "not_run": {},
              "error": "pre-commit rejects upstream's .pre-commit-config.yaml at main (0123456789ab): Missing required key: rev"}

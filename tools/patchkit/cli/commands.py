@@ -95,7 +95,11 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
     Command("pr", "a signed-off PR branch, title and body from the last delta report",
             (TARGET, SRC, REPORT, SIGNOFF,
              arg("--fork", "FORK", "your GitHub user, whose fork the PR comes from (default: git config github.user)"),
-             arg("--author", "AUTHOR", "'Name <email>', the commits' author (default: each patch's own)"),
+             arg("--author", "AUTHOR", "'Name <email>', the commits' author (default: the sign-off's, as "
+                 "GitHub's DCO check wants)"),
+             arg("--notes", "NOTES", "the body also carries the set's internal notes (how this form of the fix "
+                 "differs from the one verified, how source mode stood in for what the machine lacks)",
+                 action="store_true"),
              arg("--fix-id", "FIXID", "the own fix of the stack the PR is for (default: the only one)"),
              arg("--out", None, "where to write title, body and patches (default: build/pr/<target>)", type=Path)),
             _pr, pr_text.pr_result,

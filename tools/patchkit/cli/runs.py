@@ -115,7 +115,7 @@ def _pr(root, args):
         # A partial clone apply made for another set fetches this set's ref, as every command does.
         repo, _ = obtain(ps, src, None, hold=held, command=f"pr {ps.target}")
         return pr_cmd.run(root, ps, repo, fix_id=args.fix_id, report=args.report, out=args.out, signoff=args.signoff,
-                          fork=args.fork, author=args.author)
+                          fork=args.fork, author=args.author, notes=args.notes)
 
 
 def _dco(root, args):

@@ -5,16 +5,18 @@ from __future__ import annotations
 import importlib.resources
 import posixpath
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import jinja2
 
 from ..delta.compare import file_of, outcome_counts
+from ..delta.run import collects
 from .. import provenance, schema as S, stack
 from ..errors import Conflict, Hint, NotFound
 from ..git import Repo, short_ref
-from ..model import PatchSet
+from ..model import PatchSet, is_test_path
 from . import checklist, template as template_mod
 from .title import ticket
 
@@ -22,13 +24,14 @@ _TRAILER = re.compile(r"^((Fixes|Closes) #\d+$|(Signed-off-by|[A-Z][A-Za-z-]+-by
 # Files that declare what the package depends on (a new dependency needs upstream's license scan).
 _DEPENDENCY_FILE = re.compile(r"(^|/)(requirements[^/]*\.(txt|in)|constraints[^/]*\.txt|setup\.py|setup\.cfg"
                               r"|pyproject\.toml|Pipfile(\.lock)?|poetry\.lock|environment\.ya?ml)$")
-# How each delta mode ran the tests, said so that a reviewer can judge the numbers.
+# How each delta mode ran the tests, said so that a reviewer can judge the numbers; the source
+# mode's caveat (placeholders for what the machine lacks) is an internal note: NOTES=1.
 _HOW = {
-    "source": ("outside any TensorRT-LLM installation: the modules the fix changes were loaded from the tree, with "
-               "placeholders standing in for what those modules import and the machine lacks (torch, "
-               "the compiled bindings); a test file that imports those itself could not run there."),
+    "source": "outside any TensorRT-LLM installation, the modules the fix changes loaded from the tree{caveat}.",
     "container": "in the base image{base} and in the same image with the fix laid over its installed package{patched}{builder}.",
 }
+_SOURCE_CAVEAT = (", with placeholders standing in for what those modules import and the machine lacks (torch, "
+                  "the compiled bindings); a test file that imports those itself could not run there")
 
 
 @dataclass
@@ -98,9 +101,12 @@ def _paragraphs(body: str) -> list[str]:
 
 
 def context(ps: PatchSet, report: dict, files: list[str], waiver: str | None, lint: dict | None = None,
-            depends: str = "") -> dict:
+            depends: str = "", notes: bool = False, unrun: Sequence[str] = ()) -> dict:
     """Everything our two sections (Description, Test Coverage) say, from measured data.
-    depends: 'Depends on #<n>: why.' when the fix needs a backport beneath it (depends.py)."""
+    depends: 'Depends on #<n>: why.' when the fix needs a backport beneath it (depends.py).
+    notes: the set's internal notes too (how this form of the fix differs from the one
+    verified; how source mode stands in for what the machine lacks), else a terse body.
+    unrun: existing test files next to the change that the measurement did not run (not_run_nearby)."""
     fixes = [p for p in ps.patches if not p.tests_only]
     added = {fc.path for p in ps.patches for fc in p.files if fc.added}
     regression = []
@@ -124,12 +130,15 @@ def context(ps: PatchSet, report: dict, files: list[str], waiver: str | None, li
         # The overlay's DEP-3 trailers describe where a patch comes from, not the change.
         "why": [para for p in fixes for para in _paragraphs(provenance.without(p.message).partition("\n\n")[2])],
         "depends": depends,
-        # How this form of the fix differs from the one verified, and why (#25): the set's own words.
-        "differs": ps.variant.differs if ps.variant else "",
+        # How this form of the fix differs from the one verified, and why (#25): the set's own words,
+        # an internal note (#33 item 7): only when asked.
+        "differs": ps.variant.differs if ps.variant and notes else "",
+        "unrun": list(unrun),
         "ticket": ticket(ps), "files": files, "regression": regression, "neighbours": neighbours,
         "ref": short_ref(report["upstream_ref"]),
         "commit": report["upstream_commit"][:12], "target": ps.target, "mode": report["mode"],
         "how": _HOW.get(report["mode"], f"in {report['mode']} mode.").format(
+            caveat=_SOURCE_CAVEAT if notes else "",
             base=f" `{base}`" if base else "", patched=f" (`{patched}`)" if patched else "",
             builder=f", run with {report['builder']}" if report.get("builder") else ""),
         "unpatched_tree": unpatched_tree,
@@ -149,8 +158,23 @@ def _lint_summary(lint: dict | None) -> dict | None:
         return {"error": lint["error"]}
     tools = lint.get("tools") or {}
     ran = [f"`{h}` ({tools[h]})" if h in tools else f"`{h}`" for h in lint.get("ran") or []]
-    return {"error": "", "ran": ", ".join(ran) or "none", "ok": not lint.get("failures"),
-            "not_run": "; ".join(f"`{h}` ({why})" for h, why in sorted((lint.get("not_run") or {}).items()))}
+    not_run = "; ".join(f"`{h}` ({why})" for h, why in sorted((lint.get("not_run") or {}).items()))
+    # The verdict in words (#33 item 7), never more than was measured: the hooks that ran.
+    verdict = ("do not all pass" if lint.get("failures") else "that could run here pass" if not_run
+               else "pass" if ran else "select none of")
+    return {"error": "", "ran": ", ".join(ran) or "none", "ok": not lint.get("failures"), "verdict": verdict,
+            "not_run": not_run}
+
+
+def not_run_nearby(ps: PatchSet, report: dict, files: Sequence[str], repo: Repo, base: str) -> list[str]:
+    """The existing upstream test files next to the change that the measurement did not run:
+    the files pytest collects, at the ref, in the folders of the PR's test files and of the
+    declared neighbours, none of whose tests passed, failed or errored with the fix."""
+    added = {fc.path for p in ps.patches for fc in p.files if fc.added}
+    folders = sorted({posixpath.dirname(f) for f in [*files, *ps.tests.neighbours] if is_test_path(f)})
+    ran = {file_of(t) for t, o in report["patched"]["tests"].items() if o in ("passed", "failed", "error")}
+    return sorted({path for d in folders for _mode, typ, path in repo.ls_tree(base, f"{d}/", recursive=False)
+                   if typ == "blob" and collects(path) and path not in added and path not in ran})
 
 
 def _not_run_reason(report: dict, file: str) -> str:

@@ -47,17 +47,13 @@ class PrResult:
     @property
     def hints(self) -> list[Hint]:
         """A tag is no PR base: the PR to open is the branch set's. Without the user's GitHub
-        user, the gh command says <you>, and how to set it. Commits authored by someone else
-        than who signs them off: how to author them yourself."""
+        user, the gh command says <you>, and how to set it."""
         if self.base_ref.startswith("refs/tags/"):
             # that set's own delta report and PR folder: the defaults, not this target's; its delta
             # first, which make pr reads (without it make pr stopped: no delta report, exit 4)
             return [Hint("pr", (("target", self.branch_set), ("report", False), ("out", False)),
                          first=(Hint.run("delta", target=self.branch_set, report=False),))] if self.branch_set else []
-        out = [] if self.fork_known else [Hint.choose("fork", also="or once for all: git config --global github.user <your GitHub user>")]
-        if not self.author_given and any(a != self.signer for a in self.authors):
-            out.append(Hint.choose("author", also="to author the commits yourself (they keep the patches' own author)"))
-        return out
+        return [] if self.fork_known else [Hint.choose("fork", also="or once for all: git config --global github.user <your GitHub user>")]
 
 
 def _refuse_foreign_commits(repo: Repo, target: str, branch: str) -> Sha | None:
@@ -114,19 +110,22 @@ def view(ps: PatchSet, fix: Fix) -> PatchSet:
 def pr(ps: PatchSet, *, repo: Repo, report: Path, out_dir: Path, signoff: str | None = None,
        committer_date: str | None = None, lint: dict | None = None, fork: str | None = None,
        author: str | None = None, fix_id: str | None = None,
-       depends: depends_mod.Depends | None = None) -> PrResult:
+       depends: depends_mod.Depends | None = None, notes: bool = False) -> PrResult:
     """Build pr/<target> from the target's ref with the own fix's patches (never a backport),
     every commit signed off and without the overlay's DEP-3 trailers, and render the text.
-    author ('Name <email>'): the commits' author, else each patch's own."""
+    author ('Name <email>'): the commits' author, else the sign-off's identity. notes: the
+    body carries the set's internal notes too (variant history, source mode's caveat)."""
     fix = own_fix(ps, fix_id)
     whole, ps = ps, view(ps, fix)
     ref, base = base_of(repo, ps)
     rep = body_mod.load_report(report, ps, base, fix.id)
     who = dco.signoff_identity(repo, signoff)
-    by = Identity(*identity.parse(author, "", setting="author")) if author else None
+    # The commits are the sign-off's own unless AUTHOR names another author (#33 item 7): the
+    # patches' From: (a placeholder such as "Overlay Maintainers") signed off by whoever git
+    # config names is what GitHub's DCO check rejects, since it wants the author's sign-off.
+    by = Identity(*identity.parse(author, "", setting="author")) if author else who
     pr_title = make_title(ps)
-    patches = [dataclasses.replace(p, author_name=by.name, author_email=by.email) for p in ps.patches] if by \
-        else ps.patches
+    patches = [dataclasses.replace(p, author_name=by.name, author_email=by.email) for p in ps.patches]
     needs = depends if depends is not None else depends_mod.measure(whole, fix, repo, base)
 
     res = series.apply_series(repo, base, patches, committer=who, committer_date=committer_date,
@@ -142,11 +141,12 @@ def pr(ps: PatchSet, *, repo: Repo, report: Path, out_dir: Path, signoff: str | 
     waiver = res.extra
     waiver_text = (f"{waiver.why}; the edit is the last commit." if waiver and waiver.changed
                    else (f"{waiver.why}." if waiver else None))
-    ctx = body_mod.context(ps, rep, files, waiver_text, lint, needs.line())
+    unrun = body_mod.not_run_nearby(ps, rep, files, repo, base)
+    ctx = body_mod.context(ps, rep, files, waiver_text, lint, needs.line(), notes=notes, unrun=unrun)
     body = body_mod.render(ps, ctx, body_mod.facts(ps, rep, ctx, files, repo, base, lint),
                            template_mod.at(repo, base, ps.upstream.ref))
     # Upstream's checks, before anything is written: a body its CI would reject never leaves us.
-    problems = checks.title_problems(pr_title) + checks.checklist_problems(body.text)
+    problems = checks.title_problems(pr_title) + checks.checklist_problems(body.text, reviewer_left=True)
     if problems:
         open_items = [a for a in body.answers if a.state == checklist.OPEN and not a.item.startswith(checks.FINAL_BOX_TEXT)]
         first = f"item '{open_items[0].item}' is open: {open_items[0].why}" if open_items else problems[0]
@@ -169,14 +169,21 @@ def pr(ps: PatchSet, *, repo: Repo, report: Path, out_dir: Path, signoff: str | 
             (fresh / "lint.json").write_text(json.dumps({**lint, "report": str(out_dir / "lint.json")}, indent=2,
                                                         sort_keys=True) + "\n")
         written = repo.format_series(f"{base}..{res.tip}", fresh / "patches")
-    notes = list(body.notes) + ([needs.note] if needs.note else [])
+    said = list(body.notes) + ([needs.note] if needs.note else [])
+    if unrun:
+        said.append(f"not run: {len(unrun)} existing test file(s) next to the change did not run in the delta "
+                    f"({', '.join(unrun)}); the body says so")
+    if not dco.same_person(by, who):  # told so (AUTHOR=): said, since upstream's DCO check will ask for more
+        said.append(f"the commits are authored by {by} and signed off by {who}: GitHub's DCO check wants each "
+                     f"commit signed off by its author, so {by.name} must add their own Signed-off-by before the PR "
+                     "passes it (or leave AUTHOR unset: the sign-off authors them)")
     opens, branch_set = [], None
     if ref.startswith("refs/tags/"):
         # A PR's base must be a branch, and upstream's CONTRIBUTING.md has PRs target main (a
         # release/* branch only when an NVIDIA bug names it): a tag's set is for users of that
         # release; the PR upstream can merge is the one made from the main set.
         branch_set = _branch_set(ps)
-        notes.append(f"no gh pr create for {ps.target}: {ps.upstream.ref} is a tag, and a PR's base must be a branch; "
+        said.append(f"no gh pr create for {ps.target}: {ps.upstream.ref} is a tag, and a PR's base must be a branch; "
                      "upstream takes PRs on main (CONTRIBUTING.md)"
                      + (f", so open the one make pr makes for the {branch_set} set" if branch_set else ""))
     owner = fork or repo.config_get("github.user") or _fork_remote(ps, repo)
@@ -192,8 +199,8 @@ def pr(ps: PatchSet, *, repo: Repo, report: Path, out_dir: Path, signoff: str | 
         repo.update_ref(f"refs/heads/{branch}", res.tip, old, f"patchkit pr {called}")
     return PrResult(ps.target, branch, base, res.tip, pr_title, text, messages, str(out_dir),
                     [p.name for p in written], body.template,
-                    [vars(a) for a in body.answers], notes, opens, ref, branch_set, bool(owner), authors,
-                    f"{who.name} <{who.email}>", by is not None,
+                    [vars(a) for a in body.answers], said, opens, ref, branch_set, bool(owner), authors,
+                    f"{who.name} <{who.email}>", author is not None,
                     None if lint is None else {**lint, "report": str(out_dir / "lint.json")})
 
 

@@ -5,8 +5,9 @@ Each item of the template's checklist is matched to a question we can settle fro
 settles takes the set author's answer from patchset.yaml (pr.checklist), and is left
 open otherwise. An item is ticked only when done, struck through only when it does not
 apply, and a fact that says "not done" is never overridden by a declaration. The final
-box ("Please check this after reviewing the above items...") is ticked only when every
-other item is settled, since that is what it asks.
+box ("Please check this after reviewing the above items...") attests what a person did,
+the review of the items above: it is never ticked here (#33 item 7), and a line under it
+says that the reviewer of record ticks it.
 """
 from __future__ import annotations
 
@@ -173,15 +174,20 @@ def fill(text: str, facts: Facts, declared: tuple[ChecklistAnswer, ...],
         a = answer(m.group(2).strip(), facts, declared, where)
         answers.append(a)
         lines[i] = _mark(line, m, a.state)
-    settled = all(a.state != OPEN for a in answers)
-    for i in final:
+    for i in reversed(final):
         m = TASK.match(lines[i].rstrip("\n"))
-        state = DONE if settled else OPEN
-        why = ("every item above is settled as shown" if settled
-               else "some item above is still open")
-        answers.append(Answer(m.group(2).strip(), state, why, "measured"))
-        lines[i] = _mark(lines[i], m, state)
+        answers.append(Answer(m.group(2).strip(), OPEN, REVIEWER, ""))
+        lines[i] = _mark(lines[i], m, OPEN)
+        if not lines[i].endswith("\n"):
+            lines[i] += "\n"
+        lines.insert(i + 1, f"\n{REVIEWER_LINE}\n")
     return "".join(lines), answers
+
+
+# The final box is a person's: what the body says under it, and the answer's why.
+REVIEWER = "the reviewer of record ticks it after reviewing the items above: it attests what a person did"
+REVIEWER_LINE = ("The last box is the reviewer of record's to tick, once they have reviewed the items above; "
+                 "it is left open for them.")
 
 
 def _mark(line: str, m: re.Match[str], state: str) -> str:

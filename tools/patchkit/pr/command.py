@@ -13,7 +13,7 @@ from . import branch, depends as depends_mod
 
 def run(root: Path, ps: PatchSet, repo: Repo, *, fix_id: str | None = None, report: Path | None = None,
         out: Path | None = None, signoff: str | None = None, fork: str | None = None,
-        author: str | None = None) -> branch.PrResult:
+        author: str | None = None, notes: bool = False) -> branch.PrResult:
     """make pr FIXID=<id>: on a stack of several own fixes the fix must be named (BadInput
     listing them); the PR carries that fix alone."""
     fix = branch.own_fix(ps, fix_id)
@@ -27,4 +27,5 @@ def run(root: Path, ps: PatchSet, repo: Repo, *, fix_id: str | None = None, repo
                            merge_bases=needs.merge_bases)
     return branch.pr(ps, repo=repo, report=(report or root / "build" / "delta" / f"{ps.target}.json").resolve(),
                      out_dir=(out or root / "build" / "pr" / called).resolve(), signoff=signoff,
-                     lint=lint_cmd.as_dict(linted), fork=fork, author=author, fix_id=fix.id, depends=needs)
+                     lint=lint_cmd.as_dict(linted), fork=fork, author=author, fix_id=fix.id, depends=needs,
+                     notes=notes)

@@ -1,7 +1,11 @@
-"""DCO sign-offs: check a branch as upstream's DCO check does, add what is missing.
+"""DCO sign-offs: check a branch as upstream's DCO check reads them, add what is missing.
 
-A commit passes when one of its Signed-off-by trailers names its author or its committer
-(name and email, case-insensitively); merge commits are skipped.
+A commit passes when one of its Signed-off-by trailers names its author (name and email,
+case-insensitively); merge commits are skipped (#33 item 7). A sign-off that names only the
+committer fails: the DCO certifies where the change comes from, which is its author's to say,
+and the DCO app's own message asks for the author ('Expected "<author>", but got ...'). The
+app's code also takes a committer's sign-off; make dco does not, so a branch it passes passes
+there too.
 """
 from __future__ import annotations
 
@@ -42,6 +46,7 @@ class Violation:
     commit: str
     subject: str
     reason: str
+    author: str = ""  # 'Name <email>': whose sign-off it needs
 
 
 @dataclass
@@ -60,10 +65,16 @@ class DcoResult:
 
     @property
     def hints(self) -> list[Hint]:
-        return [] if self.ok or self.fixed else [Hint.run(None, fix=True)]
+        """FIX=1 signed off as the commits' author (a sign-off is its author's to add): one
+        author, one command that runs as printed; commits of several authors, none."""
+        authors = {v.author for v in self.violations}
+        if self.ok or self.fixed or len(authors) != 1:
+            return []
+        return [Hint(None, (("fix", True), ("signoff", authors.pop())), "as their author")]
 
 
-def _same(a: Identity, b: Identity) -> bool:
+def same_person(a: Identity, b: Identity) -> bool:
+    """One identity, as the DCO check compares them: name and email, case-insensitively."""
     return a.name.strip().lower() == b.name.strip().lower() and a.email.strip().lower() == b.email.strip().lower()
 
 
@@ -80,13 +91,14 @@ def check_commit(repo: Repo, sha: str) -> tuple[bool, str | None]:
                 signoffs.append(Identity(m["name"], m["email"]))
     if not signoffs:
         return False, "no Signed-off-by trailer"
-    people = (info.author, info.committer)
-    if any(_same(s, p) for s in signoffs for p in people):
+    author, committer = info.author, info.committer
+    if any(same_person(s, author) for s in signoffs):
         return False, None
-    emails = {p.email.lower() for p in people}
-    if any(s.email.lower() in emails for s in signoffs):
-        return False, "Signed-off-by name differs from the author's and committer's"
-    return False, f"Signed-off-by ({', '.join(map(str, signoffs))}) matches neither author ({people[0]}) nor committer ({people[1]})"
+    if any(same_person(s, committer) for s in signoffs):
+        return False, f"signed off by its committer ({committer}) only, not by its author ({author})"
+    if any(s.email.strip().lower() == author.email.strip().lower() for s in signoffs):
+        return False, f"Signed-off-by name differs from the author's ({author})"
+    return False, f"Signed-off-by ({', '.join(map(str, signoffs))}) does not name its author ({author})"
 
 
 def upstream_refs(repo: Repo, refs: Sequence[str]) -> list[str]:
@@ -123,13 +135,17 @@ def check(repo: Repo, branch: str, base: str | None = None, upstream: Sequence[s
             continue
         result.checked += 1
         if reason:
-            result.violations.append(Violation(sha, repo.commit_info(sha).subject, reason))
+            info = repo.commit_info(sha)
+            result.violations.append(Violation(sha, info.subject, reason, str(info.author)))
     return result
 
 
 def fix(repo: Repo, branch: str, who: Identity, base: str | None = None, upstream: Sequence[str] = ()) -> DcoResult:
     """Rewrite the branch so every commit carries who's sign-off (who becomes the committer).
 
+    Only commits that who authored: a sign-off is its author's to give (a commit of someone
+    else's, signed off by who, would still fail the check), so another author's commit is
+    refused before anything moves, naming the author to sign off as.
     The old tip is kept at refs/patchkit-backup/<branch>; the branch moves by compare-and-swap.
     make unapply takes a set's branch so rewritten as its own (applied.py).
     """
@@ -146,6 +162,14 @@ def fix(repo: Repo, branch: str, who: Identity, base: str | None = None, upstrea
     if there:  # its HEAD would move under that worktree (#24 item 4): fix it from there
         raise Conflict(f"{branch} is checked out in {there}, another worktree of this repository; "
                        f"add the sign-offs there", hint=Hint.run(None, src=str(there)))
+    foreign = [v for v in before.violations if not same_person(repo.commit_info(v.commit).author, who)]
+    if foreign:
+        authors = list(dict.fromkeys(v.author for v in foreign))
+        raise BadInput(f"{len(foreign)} commit(s) of {branch} to sign off are authored by {', '.join(authors)}, not by "
+                       f"{who} (first: {foreign[0].commit[:12]} {foreign[0].subject[:50]}); a sign-off is its "
+                       "author's to add", setting="signoff",
+                       hint=Hint(None, (("fix", True), ("signoff", authors[0])), "as their author")
+                       if len(authors) == 1 else None)
     _rng, shas = branch_commits(repo, branch, base, upstream)
     roots = repo.commit_info(shas[0]).parents
     if not roots:

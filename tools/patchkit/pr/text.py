@@ -43,11 +43,14 @@ def lint_line(lint: dict | None) -> str:
 def pr_result(r) -> str:
     if isinstance(r, str):  # the demo's "skipped: ..." when no sign-off identity is set
         return r
-    others = [a for a in r.authors if a != r.signer]
-    by = (f"; authored by {', '.join(others)}" + ("" if r.author_given else " (the patches' own)")) if others else ""
-    lines = [f"branch {r.branch} {r.tip[:12]}: {len(r.messages)} commits, signed off by {r.signer}{by}",
+    # the sign-off authors the commits unless AUTHOR named another (#33 item 7)
+    others = [a for a in r.authors if a.lower() != r.signer.lower()]
+    who = (f"signed off by {r.signer}; authored by {', '.join(others)}, as asked" if others
+           else f"authored and signed off by {r.signer}")
+    lines = [f"branch {r.branch} {r.tip[:12]}: {len(r.messages)} commits, {who}",
              lint_line(r.lint),
-             f"body: {r.template}, checked against upstream's title and checklist rules",
+             f"body: {r.template}, checked against upstream's title and checklist rules; its last box is left "
+             "for the reviewer of record to tick",
              f"written to {r.out_dir}: title.txt, body.md" + (", lint.json" if r.lint else "")
              + f", patches/ ({len(r.patches)})", *(f"note: {n}" for n in r.notes)]
     text = "\n".join(lines) + f"\n\n{r.title}\n\n{r.body}"
