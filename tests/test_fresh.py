@@ -151,7 +151,7 @@ def test_no_fetch_is_said_as_fetch_0_through_make():
     """FETCH=0 is --no-fetch: a hint of a run with FETCH=0 says FETCH=0 again, never FETCH=1."""
     from patchkit.cli.table import REGISTRY
     from patchkit.errors import Hint
-    from patchkit.render import Voice
+    from patchkit.text.voice import Voice
     options = {c.name: {a.dest: (a.flag, a.make) for a in c.args} for c in REGISTRY.values()}
     said = Voice(True, "check", {"src": "build/x", "no_fetch": True}, options)
     assert said.hint(Hint.radar("main")) == "run: make radar TRTLLM=main TRTLLM_SRC=build/x FETCH=0 " \
