@@ -80,7 +80,7 @@ def test_title_body_and_commit_messages_match_golden_files(checkout, tmp_path, t
     assert variant is not None and bool(variant.differs) == (target == "main")
     assert "Unlike the form verified" not in res.body and "placeholders" not in res.body
     # and the existing tests beside the new one, which the delta did not run, are said loudly
-    assert "**Not run: " in res.body and "`tests/unittest/_torch/executor/test_config_lookup.py`" in res.body
+    assert "**Untested: " in res.body and "`tests/unittest/_torch/executor/test_config_lookup.py`" in res.body
     assert dco.check(Repo(checkout), res.branch, res.base).ok
     # #33 item 7: SIGNOFF set, no AUTHOR: every commit is the sign-off's (the patches' own From: is a
     # placeholder, Overlay Maintainers), so GitHub's DCO check finds the author's own sign-off

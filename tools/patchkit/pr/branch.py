@@ -171,7 +171,7 @@ def pr(ps: PatchSet, *, repo: Repo, report: Path, out_dir: Path, signoff: str | 
         written = repo.format_series(f"{base}..{res.tip}", fresh / "patches")
     said = list(body.notes) + ([needs.note] if needs.note else [])
     if unrun:
-        said.append(f"not run: {len(unrun)} existing test file(s) next to the change did not run in the delta "
+        said.append(f"{len(unrun)} existing test file(s) next to the change did not run in the delta "
                     f"({', '.join(unrun)}); the body says so")
     if not dco.same_person(by, who):  # told so (AUTHOR=): said, since upstream's DCO check will ask for more
         said.append(f"the commits are authored by {by} and signed off by {who}: GitHub's DCO check wants each "
