@@ -151,7 +151,8 @@ def checkout(upstream, tmp_path):
 @pytest.fixture(scope="session")
 def stack_template(tmp_path_factory, miniature_template):
     """A stacked copy of the project (patches/, waivers/ and the Makefile; run with --root):
-    rc25 carries the miniature's PR 19450 as a backport under our fix, written by make
+    rc25 carries the miniature's PR 19302 (C++, Python and tests; squash-merged on main) as a
+    backport under our fix, written by make
     backport's own code (measured on the miniature, never typed) from a clone of its own."""
     from patchkit import patchset
     from patchkit.backport import command
@@ -168,7 +169,7 @@ def stack_template(tmp_path_factory, miniature_template):
 
 @pytest.fixture
 def stacked(stack_template, upstream, tmp_path):
-    """(project, checkout): a copy of the stacked project (19450 under 19514 on rc25) and a clone
+    """(project, checkout): a copy of the stacked project (19302 under 19514 on rc25) and a clone
     of the miniature with overlay/rc25 applied, as a maintainer has them before a daily verb."""
     from patchkit import apply as apply_mod, patchset
     root = tmp_path / "root"

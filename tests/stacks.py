@@ -6,22 +6,27 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
 from helpers import sh
 
-STACK_PR = "19450"  # the miniature's PR whose squash commit rc25 carries under our fix in the stacked copy (conftest.stack_template)
+STACK_PR = "19302"  # the miniature's PR whose squash commit rc25 carries under our fix in the stacked copy (conftest.stack_template)
 PULL = "https://github.com/NVIDIA/TensorRT-LLM/pull/{}"
 BUG_18609 = "https://github.com/NVIDIA/TensorRT-LLM/issues/18609"
 LAST_UPDATE = "2026-12-01"
 # What each miniature pull request is, as a fix of a stack: its title, and its test files.
 PULLS = {
-    "19450": ("Do not require encoder tokens for cross prefix reuse",
-              ["tests/unittest/_torch/executor/test_cross_prefix_reuse.py"]),
+    "19450": ("Do not require encoder tokens for cross prefix reuse", []),  # the C++ guard alone
     "19302": ("Guard Whisper cross-KV reuse without encoder tokens",
-              ["tests/unittest/_torch/executor/test_reuse_policy.py"]),
+              ["tests/unittest/_torch/executor/test_reuse_policy.py",
+               "cpp/tests/unit_tests/batch_manager/capacitySchedulerTest.cpp"]),
+    # A Python-only pull request of the tests' own (the miniature's are C++), which python_pull
+    # pushes to a copy of the miniature.
+    "20002": ("Keep one block of the reuse budget in reserve", ["tests/unittest/_torch/executor/test_reuse_reserve.py"]),
 }
+PY_PULL = "20002"
 TARGET_FIELDS = ("upstream", "branch", "container", "extra_paths")
 _INDEX = re.compile(r"^index [0-9a-f]+\.\.[0-9a-f]+( \d+)?\n", re.M)
 
@@ -65,10 +70,10 @@ def entry(number: str, files: list[str]) -> str:
     title, tests = PULLS[number]
     return (f'  - id: "{number}"\n    kind: backport\n    title: "{title}"\n    bug: {BUG_18609}\n'
             f"    origin: {PULL.format(number)}\n    series:\n" + "".join(f"      - file: {f}\n" for f in files)
-            + "    tests:\n      regression:\n" + "".join(f"        - {t}\n" for t in tests))
+            + "    tests:\n      regression:" + ("".join(f"\n        - {t}" for t in tests) or " []") + "\n")
 
 
-def stacked(root: Path, target: str, miniature: Path, work: Path, pulls=("19450",), ours_id: str = "19514",
+def stacked(root: Path, target: str, miniature: Path, work: Path, pulls=("19302",), ours_id: str = "19514",
             after: str = "") -> Path:
     """patches/<target>/patchset.yaml in the stack form: the pulls as backports, then our fix
     (then `after`, entries of further fixes). Returns the patch set's folder."""
@@ -144,3 +149,37 @@ def own_entry(fix_id: str, files: list[str], tests: list[str]) -> str:
             + ("" if tests else "        []\n")
             + '    pr:\n      checklist:\n        - item: "documentation of the changed behaviour"\n'
             '          answer: n/a\n          why: "a change of the test stack that no documentation describes"\n')
+
+
+def push_pull(upstream: Path, number: str, files: dict[str, str | tuple[str, str]], message: str,
+              base: str = "main") -> str:
+    """refs/pull/<number>/head on upstream (a repository of the test's own): one commit on base
+    writing files (path -> its text, or (old, new): one text of it replaced). A pull request
+    of the test's own, for a shape the miniature's own pulls do not have. Returns its commit."""
+    work = upstream.parent / f"pull-{number}-work"
+    sh("git", "clone", "-q", upstream.as_uri(), work)
+    sh("git", "-C", work, "checkout", "-q", "--detach", base)
+    for path, text in files.items():
+        target = work / path
+        if isinstance(text, tuple):
+            old, new = text
+            assert old in target.read_text(), (path, old)
+            text = target.read_text().replace(old, new, 1)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    sh("git", "-C", work, "add", "-A")
+    sh("git", "-C", work, "commit", "-q", "-m", message)
+    sh("git", "-C", work, "push", "-q", "origin", f"HEAD:refs/pull/{number}/head")
+    head = sh("git", "-C", work, "rev-parse", "HEAD").stdout.strip()
+    shutil.rmtree(work)
+    return head
+
+
+def python_pull(upstream: Path) -> str:
+    """PY_PULL on upstream (a copy of the tests' own): reuse_policy.py keeps a block in reserve,
+    and a test of it that fails without the change. Returns its commit."""
+    return push_pull(upstream, PY_PULL, {
+        "tensorrt_llm/_torch/pyexecutor/reuse_policy.py": ("reserved, 0)", "reserved - 1, 0)"),
+        PULLS[PY_PULL][1][0]: ("from tensorrt_llm._torch.pyexecutor.reuse_policy import reuse_budget\n\n\n"
+                               "def test_one_block_stays_in_reserve():\n    assert reuse_budget(10) == 9\n")},
+        f"[#20001][fix] {PULLS[PY_PULL][0]}")

@@ -1,7 +1,7 @@
 """make backport (#26 item 3): an upstream pull request or commit becomes a fix of kind
 backport in patches/<target>/, on the miniature, whose upstream serves refs/pull/19450/head
-(squash-merged on main), refs/pull/19302/head (C++ too, open) and refs/pull/20918/head
-(upstream's own form of our fix, open)."""
+(a C++ guard alone, open), refs/pull/19302/head (C++, Python and tests, squash-merged on main)
+and refs/pull/20918/head (upstream's own form of our fix, open)."""
 from __future__ import annotations
 
 import importlib.util
@@ -20,6 +20,9 @@ from patchkit.model import BACKPORT
 
 GITHUB = "https://github.com/NVIDIA/TensorRT-LLM"
 DAY = "2026-12-02"
+CPP = "cpp/tensorrt_llm/batch_manager/capacityScheduler.cpp"
+CPP_TEST = "cpp/tests/unit_tests/batch_manager/capacitySchedulerTest.cpp"
+PY_TEST = "tests/unittest/_torch/executor/test_reuse_policy.py"
 
 
 def files(root: Path, target: str) -> dict[str, bytes]:
@@ -40,45 +43,45 @@ def test_a_merged_pr_is_its_squash_commit_before_our_fix_measured_and_fetched_al
     """Cold (TRTLLM_SRC missing): a one-commit clone of rc25, the PR's commits and the
     default branch's since the merge base, commits only; trees and blobs of what it touches."""
     root, src = copy_root(tmp_path), tmp_path / "trtllm-rc25"
-    res = backport(root, "rc25", src, upstream, pr="19450")
-    squash = git(upstream, "rev-parse", "main")
+    res = backport(root, "rc25", src, upstream, pr="19302")
+    squash = git(upstream, "log", "-1", "--format=%H", "--grep=(#19302)", "main")
     assert res.kind == "merged" and res.commits == [squash] and not res.already
     said = command.describe(res).splitlines()
-    assert said[0] == (f"rc25: 19450 ({GITHUB}/pull/19450, merged as {squash[:12]}): a new backport, before 19514, "
+    assert said[0] == (f"rc25: 19302 ({GITHUB}/pull/19302, merged as {squash[:12]}): a new backport, before 19514, "
                        f"on v1.3.0rc25 ({git(upstream, 'rev-parse', 'v1.3.0rc25')[:12]})")
-    assert said[-1] == f"patches/rc25: {len(res.written)} written, 2 removed"
+    assert f"patches/rc25: {len(res.written)} written, 2 removed" in said
     ps = patchset.load(root, "rc25")
-    assert [(f.id, f.kind) for f in ps.fixes] == [("19450", BACKPORT), ("19514", "ours")]
-    [patch] = ps.fix("19450").patches
+    assert [(f.id, f.kind) for f in ps.fixes] == [("19302", BACKPORT), ("19514", "ours")]
+    [patch] = ps.fix("19302").patches
     assert patch.name.startswith("0001-18609-fix-") and ps.fix("19514").patches[0].name.startswith("0002-19514-")
     assert patch.provenance == {"Origin": f"upstream, {GITHUB}/commit/{squash}", "Bug": f"{GITHUB}/issues/18609",
                                 "Forwarded": "not-needed", "Applied-Upstream": f"{GITHUB}/commit/{squash}",
                                 "Last-Update": DAY}
-    fix = ps.fix("19450")
-    assert fix.origin == f"{GITHUB}/pull/19450" and fix.upstream_base == git(upstream, "rev-parse", "main~1")
-    [test] = fix.tests.regression
-    assert test == "tests/unittest/_torch/executor/test_cross_prefix_reuse.py"
-    # measured: the squash commit mixes code and test; without it (its test part only) some
-    # cases fail, with the stack every case passes
+    fix = ps.fix("19302")
+    assert fix.origin == f"{GITHUB}/pull/19302" and fix.upstream_base == git(upstream, "rev-parse", f"{squash}~1")
+    cpp, test = fix.tests.regression
+    assert (cpp, test) == (CPP_TEST, PY_TEST)
+    # measured: the squash commit mixes code and tests; without it (its test part only) a case
+    # fails, with the stack every case passes; the cases that call the compiled library are
+    # skipped in source mode (no library is built there), the C++ test is not run here
     got = {k: {o: n for o, n in v.items() if n} for k, v in fix.expected["source"][test].items() if k != "not_run"}
-    assert got == res.expected[test]
-    assert set(got["patched"]) == {"passed"} and got["unpatched"].get("failed", 0) > 0
-    assert sum(got["unpatched"].values()) == got["patched"]["passed"]
+    assert got == res.expected[test] and fix.expected["source"][cpp] == {"not_run": True}
+    assert got == {"unpatched": {"failed": 1, "passed": 1, "skipped": 3}, "patched": {"passed": 2, "skipped": 3}}
     # the whole stack applies on the ref (make apply), our fix's files untouched but renumbered
     applied = apply_mod.apply(ps, src=src)
-    assert len(applied.outcomes) == 3 and "return 0" in (src / "tensorrt_llm/_torch/pyexecutor/scheduler.py").read_text()
+    assert len(applied.outcomes) == 3 and "canReuseCrossBlocks" in (src / CPP).read_text()
     # fetched alone: no commit of main older than the merge base, no blob outside what the
     # set and the change touch
     repo = Repo(src)
     present = sh("git", "-C", src, "cat-file", "--batch-all-objects", "--batch-check=%(objecttype) %(objectname)").stdout
     commits = {line.split()[1] for line in present.splitlines() if line.startswith("commit ")}
     upstream_commits = set(git(upstream, "rev-list", "--all").split())
-    pr_own = git(upstream, "rev-list", "main..refs/pull/19450/head").split()
-    assert commits & upstream_commits == {git(upstream, "rev-parse", r) for r in ("v1.3.0rc25", "main~1", "main")} | set(pr_own)
+    pr_own = git(upstream, "rev-list", f"{squash}..refs/pull/19302/head").split()
+    assert commits & upstream_commits == {git(upstream, "rev-parse", r) for r in ("v1.3.0rc25", f"{squash}~1", squash)} | set(pr_own)
     wanted = set(ps.sparse_paths) | set(ps.touched_paths)
     blobs = {line.split()[1] for line in present.splitlines() if line.startswith("blob ")}
     named = {}  # blob id -> a path it is at, in the commits the run may read
-    for rev in (squash, "v1.3.0rc25", "main~1"):
+    for rev in (squash, "v1.3.0rc25", f"{squash}~1"):
         for line in sh("git", "-C", upstream, "ls-tree", "-r", rev).stdout.splitlines():
             meta, path = line.split("\t", 1)
             named[meta.split()[2]] = path
@@ -89,7 +92,7 @@ def test_a_merged_pr_is_its_squash_commit_before_our_fix_measured_and_fetched_al
 def test_a_pr_already_in_the_ref_writes_nothing(tmp_path, upstream, checkout):
     root = copy_root(tmp_path)
     before = files(root, "main"), state_of(checkout)
-    res = backport(root, "main", checkout, pr="19450")
+    res = backport(root, "main", checkout, pr="19302")
     assert res.already == f"at {res.commits[0][:12]}" and not res.changed
     assert command.describe(res).endswith(f"is already in main ({res.commits[0][:12]}) at {res.commits[0][:12]}; "
                                           "nothing written")
@@ -108,18 +111,15 @@ def test_a_pr_that_conflicts_with_our_fix_writes_nothing_and_names_the_hunk(tmp_
 
 
 @pytest.mark.slow
-def test_a_pr_with_cpp_is_carried_its_cpp_test_not_run_here(tmp_path, checkout):
+def test_an_open_pr_of_cpp_alone_is_carried_with_nothing_to_measure(tmp_path, checkout):
     root = copy_root(tmp_path)
-    backport(root, "main", checkout, pr="19302")
-    ps = patchset.load(root, "main")
-    fix = ps.fix("19302")
+    res = backport(root, "rc25", checkout, pr="19450")
+    ps = patchset.load(root, "rc25")
+    fix = ps.fix("19450")
     assert fix.kind == BACKPORT and fix.status.forwarded == "not-needed" and fix.status.applied_upstream is None
-    assert fix.patches[0].provenance["Origin"] == f"backport, {GITHUB}/pull/19302"
-    cpp = "cpp/tests/unit_tests/batch_manager/capacitySchedulerTest.cpp"
-    assert fix.expected["source"][cpp]["not_run"] and not collects(cpp)
-    py = "tests/unittest/_torch/executor/test_reuse_policy.py"
-    assert fix.expected["source"][py]["patched"]["passed"] == sum(fix.expected["source"][py]["patched"].values())
-    assert [f for _p, fs in stack.wheel_files(ps, fix) for f in fs] == ["cpp/tensorrt_llm/batch_manager/capacityScheduler.cpp"]
+    assert fix.patches[0].provenance["Origin"] == f"backport, {GITHUB}/pull/19450"
+    assert fix.tests.all == () and res.expected == {} and not collects(CPP_TEST)
+    assert [f for _p, fs in stack.wheel_files(ps, fix) for f in fs] == [CPP]
 
 
 def _move_pr(upstream: Path, number: str) -> str:
@@ -128,9 +128,9 @@ def _move_pr(upstream: Path, number: str) -> str:
     sh("git", "clone", "-q", upstream.as_uri(), work)
     sh("git", "-C", work, "fetch", "-q", "origin", f"refs/pull/{number}/head")
     sh("git", "-C", work, "checkout", "-q", "FETCH_HEAD")
-    with open(work / "tensorrt_llm/_torch/pyexecutor/reuse_policy.py", "a") as fh:
-        fh.write("# the reviewer asked for this line\n")
-    sh("git", "-C", work, "commit", "-qam", "[#18609][fix] Say why reuse stays off")
+    with open(work / CPP, "a") as fh:
+        fh.write("// the reviewer asked for this line\n")
+    sh("git", "-C", work, "commit", "-qam", "[#18609][fix] Say why the tokens are checked")
     sh("git", "-C", work, "push", "-q", "origin", f"HEAD:refs/pull/{number}/head")
     return git(work, "rev-parse", "HEAD")
 
@@ -138,15 +138,15 @@ def _move_pr(upstream: Path, number: str) -> str:
 @pytest.mark.slow
 def test_a_pr_that_moved_is_replaced_in_place_and_range_diffed(tmp_path, upstream, checkout):
     root = copy_root(tmp_path)
-    first = backport(root, "rc25", checkout, pr="19302")
+    first = backport(root, "rc25", checkout, pr="19450")
     assert not first.replaced and first.placed == "before 19514"
-    again = backport(root, "rc25", checkout, pr="19302")
+    again = backport(root, "rc25", checkout, pr="19450")
     assert again.replaced and not again.changed and again.range_diff.startswith("1:  ")
-    _move_pr(upstream, "19302")
-    moved = backport(root, "rc25", checkout, pr="19302")
+    _move_pr(upstream, "19450")
+    moved = backport(root, "rc25", checkout, pr="19450")
     ps = patchset.load(root, "rc25")
-    assert moved.replaced and [f.id for f in ps.fixes] == ["19302", "19514"] and len(ps.fix("19302").patches) == 2
-    assert "-:  ------- > 2:" in moved.range_diff and "Say why reuse stays off" in moved.range_diff
+    assert moved.replaced and [f.id for f in ps.fixes] == ["19450", "19514"] and len(ps.fix("19450").patches) == 2
+    assert "-:  ------- > 2:" in moved.range_diff and "Say why the tokens are checked" in moved.range_diff
 
 
 def _hostile_pr(upstream: Path, number: str, make) -> None:
@@ -208,12 +208,12 @@ def test_an_untrusted_pr_is_refused_and_nothing_is_written(tmp_path, upstream, c
 @pytest.mark.slow
 def test_a_commit_is_carried_by_its_id_after_our_fix_when_asked(tmp_path, upstream, checkout):
     root = copy_root(tmp_path)
-    sha = git(upstream, "rev-parse", "refs/pull/19302/head")
-    res = backport(root, "main", checkout, commit=sha, after="19514")
-    ps = patchset.load(root, "main")
+    sha = git(upstream, "rev-parse", "refs/pull/19450/head")
+    res = backport(root, "rc25", checkout, commit=sha, after="19514")
+    ps = patchset.load(root, "rc25")
     assert res.fix == sha[:12] and [f.id for f in ps.fixes] == ["19514", sha[:12]]
     assert ps.fix(sha[:12]).patches[0].provenance["Applied-Upstream"] == f"{GITHUB}/commit/{sha}"
-    assert ps.patches[-1].name.startswith("0004-18609-")
+    assert ps.patches[-1].name.startswith("0003-18609-")
 
 
 @pytest.mark.slow
@@ -234,13 +234,13 @@ def test_bad_requests_change_nothing(tmp_path, checkout, kw, error, said):
 @pytest.mark.slow
 def test_the_one_fix_file_becomes_the_stack_form_with_its_comments(tmp_path, checkout):
     root = copy_root(tmp_path)
-    old = (root / "patches" / "main" / "patchset.yaml").read_text()
-    backport(root, "main", checkout, pr="19302")
-    new = (root / "patches" / "main" / "patchset.yaml").read_text()
+    old = (root / "patches" / "rc25" / "patchset.yaml").read_text()
+    backport(root, "rc25", checkout, pr="19450")
+    new = (root / "patches" / "rc25" / "patchset.yaml").read_text()
     comments = [line.strip() for line in old.splitlines() if line.strip().startswith("#")]
     # every comment kept (the target's fields come first now, so their comments may move up)
     assert sorted(line.strip() for line in new.splitlines() if line.strip().startswith("#")) == sorted(comments)
-    ours, was = patchset.load(root, "main").fix("19514"), patchset.load(ROOT, "main").fixes[0]
+    ours, was = patchset.load(root, "rc25").fix("19514"), patchset.load(ROOT, "rc25").fixes[0]
     assert (ours.title, ours.expected, ours.pr, ours.tests) == (was.title, was.expected, was.pr, was.tests)
 
 
@@ -263,11 +263,11 @@ def test_a_test_that_imports_what_this_machine_lacks_is_not_run_here(tmp_path, u
 def test_make_backport_of_a_pr_already_in_the_ref_says_so(tmp_path, checkout):
     root = copy_root(tmp_path)
     res = sh("make", "-s", "-C", ROOT, "SETUP=", f"PATCHKIT={sys.executable} -m patchkit --root {root}",
-             "TRTLLM=main", f"TRTLLM_SRC={checkout}", "PR=19450", "backport", check=False)
+             "TRTLLM=main", f"TRTLLM_SRC={checkout}", "PR=19302", "backport", check=False)
     assert res.returncode == 0, res.stderr
     squash = git(checkout, "rev-parse", "origin/main")[:12]
     assert res.stdout.strip() == (f"upstream: origin/main {squash}, fetched now\n"  # #33 item 4: the ref judged
-                                  f"main: 19450 ({GITHUB}/pull/19450, merged as {squash}) is already in main ({squash}) "
+                                  f"main: 19302 ({GITHUB}/pull/19302, merged as {squash}) is already in main ({squash}) "
                                   f"at {squash}; nothing written")
 
 

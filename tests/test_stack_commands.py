@@ -81,8 +81,8 @@ def test_export_round_trips_a_stack_byte_for_byte_with_its_fixes_series(miniatur
     export_mod.export(patchset.load(root, "rc25"), Repo(first), "overlay/rc25")
     ps = patchset.load(root, "rc25")
     assert [(f.id, [p.name[:10] for p in f.patches]) for f in ps.fixes] == [
-        ("19450", ["0001-18609", "0002-18609"]), ("19514", ["0003-19514", "0004-19514"])]
-    assert [p.trailer("Origin") for p in ps.patches] == [f"backport, {PULL.format(19450)}"] * 2 + [
+        ("19302", ["0001-18609"]), ("19514", ["0002-19514", "0003-19514"])]
+    assert [p.trailer("Origin") for p in ps.patches] == [f"backport, {PULL.format(19302)}"] + [
         "vendor, https://github.com/NVIDIA/TensorRT-LLM/issues/19514"] * 2
     files = {p.name: p.read_bytes() for p in (root / "patches" / "rc25").iterdir()}
     again = tmp_path / "again"
@@ -102,10 +102,10 @@ def test_where_counts_changed_each_commit_goes_to_the_fix_its_origin_names(minia
     # A review fixup of the backport's test, after the other fixes: counts change, Origin says whose.
     assert "waiver" in sh("git", "-C", src, "log", "-1", "--format=%s").stdout  # recomputed at apply: not exported
     sh("git", "-C", src, "reset", "-q", "--hard", "HEAD~1")
-    with open(src / "tests/unittest/_torch/executor/test_cross_prefix_reuse.py", "a") as fh:
+    with open(src / "tests/unittest/_torch/executor/test_reuse_policy.py", "a") as fh:
         fh.write("# a review change\n")
-    sh("git", "-C", src, "commit", "-qam", "[#18609][test] Fixup\n\nOrigin: backport, " + PULL.format(19450))
-    with pytest.raises(BadInput, match="belongs to fix 19450, but comes after fix 19514's commits"):
+    sh("git", "-C", src, "commit", "-qam", "[#18609][test] Fixup\n\nOrigin: backport, " + PULL.format(19302))
+    with pytest.raises(BadInput, match="belongs to fix 19302, but comes after fix 19514's commits"):
         export_mod.export(patchset.load(root, "rc25"), Repo(src), "overlay/rc25")
     sh("git", "-C", src, "commit", "-q", "--amend", "-m", "[#19514][test] Fixup")
     with pytest.raises(BadInput, match=r"1 commit\(s\) belong to no fix of the rc25 stack .*'\[#19514\]\[test\] Fixup'; "
@@ -116,26 +116,26 @@ def test_where_counts_changed_each_commit_goes_to_the_fix_its_origin_names(minia
        "[#19514][test] Fixup\n\nOrigin: vendor, https://github.com/NVIDIA/TensorRT-LLM/issues/19514\nForwarded: no")
     export_mod.export(patchset.load(root, "rc25"), Repo(src), "overlay/rc25")
     ps = patchset.load(root, "rc25")
-    assert [len(f.patches) for f in ps.fixes] == [2, 3] and ps.fixes[1].patches[-1].name.startswith("0005-19514-test-Fixup")
+    assert [len(f.patches) for f in ps.fixes] == [1, 3] and ps.fixes[1].patches[-1].name.startswith("0004-19514-test-Fixup")
 
 
 def test_check_groups_patches_by_fix_and_says_which_needs_a_wheel_build(miniature_template, upstream, tmp_path, capsys):
     root = copy_project(tmp_path / "project", "overlay")
-    stacked(root, "rc25", miniature_template, tmp_path, pulls=("19450", "19302"))
+    stacked(root, "rc25", miniature_template, tmp_path, pulls=("19450",))
     code = main(["--root", str(root), "check", "--src", str(upstream), "--target", "rc25"])
     out = capsys.readouterr().out
     assert code == 0, out
     rows = re.findall(r"^  rc25  (\S+) \((\w+)\)\s+(\S+\.patch)\s+applies cleanly$", out, re.M)
     ps = patchset.load(root, "rc25")
     assert rows == [(f.id, f.kind, p.name) for f in ps.fixes for p in f.patches]
-    cpp_patch = ps.fix("19302").patches[0].name
+    cpp_patch = ps.fix("19450").patches[0].name
     [line] = [ln for ln in out.splitlines() if "needs a wheel build" in ln]
-    assert line.startswith(f"rc25: fix 19302 needs a wheel build: {cpp_patch} changes {CPP}")
+    assert line.startswith(f"rc25: fix 19450 needs a wheel build: {cpp_patch} changes {CPP}")
 
 
 def test_container_refuses_a_fix_that_needs_a_wheel_build_and_builds_nothing(miniature_template, tmp_path, capsys):
     root = copy_project(tmp_path / "project", "overlay")
-    stacked(root, "rc25", miniature_template, tmp_path, pulls=("19450", "19302"))
+    stacked(root, "rc25", miniature_template, tmp_path, pulls=("19302",))
     ctx = tmp_path / "ctx"
     code = main(["--root", str(root), "container", "--target", "rc25", "--src", str(miniature_template),
                  "--context", str(ctx), "--builder", "buildah"])

@@ -5,6 +5,7 @@ yet the bug is gone; check, apply and delta say so, with the measured counts."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path, PurePosixPath
 
 import pytest
@@ -14,6 +15,7 @@ from patchkit.cli import main
 from patchkit.delta import upstreamfix
 from patchkit.git import Repo
 from helpers import REWORD, ROOT, build_once, copy_root, sh, state_of, upstream_moves
+from stacks import PY_PULL, python_pull
 
 UTIL = "tensorrt_llm/_torch/pyexecutor/_util.py"
 
@@ -145,17 +147,21 @@ def test_no_probe_when_every_fix_patch_applies_cleanly(miniature_template):
 @pytest.mark.slow  # make test-slow (.ci/run): a backport and a delta on the variant
 def test_in_a_stack_the_probe_is_per_fix_and_the_other_fix_is_still_graded(fixed_template, miniature_template,
                                                                              tmp_path, capsys):
-    """#26 item 4: main carries upstream's PR 19302 under our fix. On the variant our fix's patch
-    conflicts: its own regression tests, run on upstream with the rest of the stack (the
-    backport) and its test files, pass as it declares: fixed upstream, and only its patches are
-    to retire. The backport is still graded, on the stack as it stands (our fix's test files)."""
+    """#26 item 4: main carries an upstream PR (a Python change of the test's own) under our fix.
+    On the variant our fix's patch conflicts: its own regression tests, run on upstream with the
+    rest of the stack (the backport) and its test files, pass as it declares: fixed upstream,
+    and only its patches are to retire. The backport is still graded, on the stack as it stands
+    (our fix's test files)."""
     from patchkit.backport import command as backport
     root = copy_root(tmp_path)
+    upstream = tmp_path / "upstream"
+    shutil.copytree(miniature_template, upstream, symlinks=True)
+    python_pull(upstream)
     clone = tmp_path / "plain"
-    sh("git", "clone", "-q", miniature_template.as_uri(), clone)
-    backport.backport(patchset.load(root, "main"), root=root, src=clone, pr="19302", today="2026-12-02")
+    sh("git", "clone", "-q", upstream.as_uri(), clone)
+    backport.backport(patchset.load(root, "main"), root=root, src=clone, pr=PY_PULL, today="2026-12-02")
     ps = patchset.load(root, "main")
-    assert [f.id for f in ps.fixes] == ["19302", "19514"]
+    assert [f.id for f in ps.fixes] == [PY_PULL, "19514"]
     report = tmp_path / "delta.json"
     code = main(["--root", str(root), "delta", "--target", "main", "--src", str(fixed_template),
                  "--mode", "source", "--report", str(report)])
@@ -163,12 +169,12 @@ def test_in_a_stack_the_probe_is_per_fix_and_the_other_fix_is_still_graded(fixed
     assert code == 0, out
     data = json.loads(report.read_text())
     theirs, ours = data["fixes"]
-    assert (theirs["id"], theirs["matches_expected"], theirs["fixed_upstream"]) == ("19302", True, None)
+    assert (theirs["id"], theirs["matches_expected"], theirs["fixed_upstream"]) == (PY_PULL, True, None)
     regression, _unpatched, patched = declared()
     assert ours["fixed_upstream"]["summary"] == (f"fix 19514 fixed upstream: {PurePosixPath(regression).name} "
                                                  f"passes without it ({patched['passed']}/{sum(patched.values())})")
     retire = [p.name for p in ps.fix("19514").patches if not p.tests_only and not p.name.count("-doc-")]
     assert ours["fixed_upstream"]["retire"][:len(retire)] == retire
-    assert not set(ours["fixed_upstream"]["retire"]) & {p.name for p in ps.fix("19302").patches}
-    assert "fix 19514 (ours): its patches do not apply" in out and "fix 19302 (backport): its tests without it" in out
-    assert out.rstrip().splitlines()[-2].startswith("verdict: fix 19302 matches the declared delta; fix 19514 fixed upstream")
+    assert not set(ours["fixed_upstream"]["retire"]) & {p.name for p in ps.fix(PY_PULL).patches}
+    assert "fix 19514 (ours): its patches do not apply" in out and f"fix {PY_PULL} (backport): its tests without it" in out
+    assert out.rstrip().splitlines()[-2].startswith(f"verdict: fix {PY_PULL} matches the declared delta; fix 19514 fixed upstream")

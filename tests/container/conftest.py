@@ -9,6 +9,7 @@ import pytest
 from patchkit.bench import store
 from cstore import SITE, in_store, missing
 from helpers import sh
+from wheels import build_wheel, tree_at
 
 
 @pytest.fixture(scope="session")
@@ -81,3 +82,32 @@ def python_base(storage, miniature_template, tmp_path_factory):
 def python_release(python_base):
     """The rc25 release, as python_base makes it."""
     return python_base("v1.3.0rc25")
+
+
+@pytest.fixture(scope="session")
+def devel_image(storage):
+    """The stand-in devel image: this machine's toolchain, CMake, ccache and Python (#32 item 5),
+    built once a session."""
+    from patchkit.container.bases import make_devel
+    from patchkit.errors import ToolMissing
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)}")
+    with in_store(storage):
+        try:
+            return make_devel("localhost/test-devel:1.3.0rc25")
+        except ToolMissing as exc:
+            pytest.skip(exc.message)
+
+
+@pytest.fixture(scope="session")
+def wheel_release(storage, miniature_template, tmp_path_factory):
+    """The stand-in release image (#32 item 5): Python with pytest and pip, and the miniature's
+    v1.3.0rc25 wheel, built by its own script on this machine, installed by pip in the sets'
+    site_packages (its .dist-info and RECORD as upstream's release has them); and that wheel."""
+    from patchkit.container.bases import make_base
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)}")
+    work = tmp_path_factory.mktemp("releasewheel")
+    wheel = build_wheel(tree_at(miniature_template, "v1.3.0rc25", work / "tree"), work)
+    with in_store(storage):
+        return make_base("localhost/test-wheelrelease:1.3.0rc25", None, SITE, python=True, wheel=wheel), wheel

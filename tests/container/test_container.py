@@ -18,11 +18,11 @@ from patchkit.container.bases import make_base
 from patchkit.git import Repo
 from cstore import in_store, needs_tools
 from helpers import ROOT, copy_project, sh
-from stacks import stacked
+from stacks import PY_PULL, python_pull, stacked
 
 SITE = "usr/local/lib/python3.12/dist-packages"  # as the sets declare, without the leading /
 UTIL = "tensorrt_llm/_torch/pyexecutor/_util.py"
-SCHEDULER = "tensorrt_llm/_torch/pyexecutor/scheduler.py"
+REUSE_POLICY = "tensorrt_llm/_torch/pyexecutor/reuse_policy.py"
 pytestmark = needs_tools
 
 
@@ -78,26 +78,29 @@ def test_patched_image_has_the_fix_and_nothing_else_changed(bases, miniature_tem
 
 @pytest.mark.slow  # a second image build: make test keeps test_patched_image_has_the_fix_and_nothing_else_changed
 def test_a_stacks_image_carries_every_fix_and_its_labels_list_them(bases, miniature_template, tmp_path):
-    """rc25 with upstream's #19450 beneath our fix (#26): the image has both fixes' package files
-    (scheduler.py from the backport, _util.py from ours), and its labels say which fixes it carries."""
+    """rc25 with a Python-only pull request beneath our fix (#26): the image has both fixes'
+    package files (reuse_policy.py from the backport, _util.py from ours), and its labels say
+    which fixes it carries."""
     good, _ = bases
-    root = copy_project(tmp_path / "project", "overlay")
-    stacked(root, "rc25", miniature_template, tmp_path)
+    root, upstream = copy_project(tmp_path / "project", "overlay"), tmp_path / "upstream"
+    shutil.copytree(miniature_template, upstream, symlinks=True)
+    python_pull(upstream)
+    stacked(root, "rc25", upstream, tmp_path, pulls=(PY_PULL,))
     ps = patchset.load(root, "rc25")
-    res = cbuild.build(root, ps, Repo(miniature_template), context_dir=tmp_path / "ctx", base=good,
+    res = cbuild.build(root, ps, Repo(upstream), context_dir=tmp_path / "ctx", base=good,
                        builder_name="buildah")
     rootfs, labels = unpack(res.image, tmp_path)
     expected = tmp_path / "expected"
-    for path in (UTIL, SCHEDULER):
+    for path in (UTIL, REUSE_POLICY):
         (expected / path).parent.mkdir(parents=True, exist_ok=True)
-        (expected / path).write_text(sh("git", "-C", miniature_template, "show", f"v1.3.0rc25:{path}").stdout)
+        (expected / path).write_text(sh("git", "-C", upstream, "show", f"v1.3.0rc25:{path}").stdout)
     sh("git", "-C", expected, "apply", *(str(p.file) for p in ps.patches if not p.tests_only))
-    for path in (UTIL, SCHEDULER):
+    for path in (UTIL, REUSE_POLICY):
         assert (rootfs / SITE / path).read_text() == (expected / path).read_text(), path
-    assert "if unique is None" in (rootfs / SITE / SCHEDULER).read_text()
-    assert not list(rootfs.rglob("test_cross_prefix_reuse.py"))
+    assert "reserved - 1, 0)" in (rootfs / SITE / REUSE_POLICY).read_text()
+    assert not list(rootfs.rglob("test_reuse_reserve.py"))
     assert json.loads(labels["io.patchkit.fixes"]) == [
-        {"id": "19450", "kind": "backport", "origin": "https://github.com/NVIDIA/TensorRT-LLM/pull/19450"},
+        {"id": PY_PULL, "kind": "backport", "origin": f"https://github.com/NVIDIA/TensorRT-LLM/pull/{PY_PULL}"},
         {"id": "19514", "kind": "ours", "origin": "https://github.com/NVIDIA/TensorRT-LLM/issues/19514"}]
     assert labels["io.patchkit.patchset.sha256"] == ps.content_hash
 

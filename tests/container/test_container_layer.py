@@ -34,10 +34,12 @@ pytestmark = needs_tools
 
 
 def _pull(upstream: Path, number: str, message: str, *steps: tuple[str, ...] | dict[str, str]) -> None:
-    """refs/pull/<number>/head of upstream: one commit on main made by these steps (git commands,
-    or files to write)."""
+    """refs/pull/<number>/head of upstream: one commit on the release tag made by these steps (git
+    commands, or files to write). On the tag: main's reuse_policy.py has #19302's guard, which a
+    deletion made on main would carry as its preimage."""
     work = upstream.parent / f"pull-{number}"
     sh("git", "clone", "-q", upstream.as_uri(), work)
+    sh("git", "-C", work, "checkout", "-q", "--detach", "v1.3.0rc25")
     for step in steps:
         if isinstance(step, dict):
             for path, text in step.items():

@@ -1,5 +1,5 @@
 """make radar per fix (#26 item 4): a target's stack is watched fix by fix. On the miniature,
-whose main has upstream's squash of PR #19450, a copy of the project whose rc25 set carries
+whose main has upstream's squash of PR #19302, a copy of the project whose rc25 set carries
 that PR as a backport (made by make backport's API) before our #19514 fix: the backport is
 already upstream at the squash commit (retire it: drop it from the stack), our fix is still
 needed; over upstream's own form of our fix (refs/pull/20918/head, and the history variant's
@@ -11,6 +11,7 @@ import contextlib
 import io
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from patchkit.backport import command as backport_cmd
 from patchkit.ci import summary
 from patchkit.cli import main
 from helpers import ROOT, build_once, copy_root, sh
+from stacks import PY_PULL as OPEN_PR, python_pull
 
 DAY = "2026-12-02"
 
@@ -55,7 +57,7 @@ def _stacked(tmp_path_factory, name: str, upstream: Path, target: str, pr: str) 
 
 @pytest.fixture(scope="module")
 def rc25_stack(stack_template) -> Path:
-    """The project with rc25 = backport of #19450 (upstream's squash commit), then our #19514
+    """The project with rc25 = backport of #19302 (upstream's squash commit), then our #19514
     fix: conftest's stacked copy, written by make backport's own code."""
     return stack_template
 
@@ -101,21 +103,21 @@ def rc25_radar(rc25_stack, miniature_template, tmp_path_factory):
 
 def test_the_backport_is_already_upstream_at_the_squash_and_our_fix_is_still_needed(rc25_stack, rc25_radar):
     """rc25 over v1.3.0rc25..main: the backport's patch applies in reverse from upstream's squash
-    of #19450 on (retire it: drop it from the stack; its tests need no probe); our fix's own
+    of #19302 on (retire it: drop it from the stack; its tests need no probe); our fix's own
     tests, on main with the backport, still fail without it: still needed. Was: one verdict
     for the whole set, 'nothing to do', the backport's retirement unsaid."""
     code, res, out, clone = rc25_radar
     assert code == 1
     ps = patchset.load(rc25_stack, "rc25")
-    squash = _sha(clone, "(#19450)")
-    assert res["schema"] == 2 and res["stack"] == [f.id for f in ps.fixes] == ["19450", "19514"]
+    squash = _sha(clone, "(#19302)")
+    assert res["schema"] == 2 and res["stack"] == [f.id for f in ps.fixes] == ["19302", "19514"]
     back, ours = res["fixes"]
-    assert (back["id"], back["kind"], ours["id"], ours["kind"]) == ("19450", "backport", "19514", "ours")
+    assert (back["id"], back["kind"], ours["id"], ours["kind"]) == ("19302", "backport", "19514", "ours")
     # the backport: already upstream at the squash commit, retired from the stack, no test probe
     assert back["action"] == "retire" and back["upstream_at"] == squash and back["changed"]
     assert back["verdict"].startswith(f"already upstream at {squash[:12]} (")
-    [patch] = ps.fix("19450").patches
-    assert back["todo"].startswith(f"retire fix 19450: drop it from the stack ({patch.name}")
+    [patch] = ps.fix("19302").patches
+    assert back["todo"].startswith(f"retire fix 19302: drop it from the stack ({patch.name}")
     assert back["tests"]["skipped"] and back["tests"]["probes"] == 0
     assert [p["first_upstream"] for p in back["patches"]] == [squash]
     # our fix: its own tests (not the backport's) still fail without it at main: still needed
@@ -124,12 +126,12 @@ def test_the_backport_is_already_upstream_at_the_squash_and_our_fix_is_still_nee
     assert "still needed: fix 19514's tests still fail without it at main" in ours["verdict"]
     # the timeline, grouped by fix: the squash row retires the backport, our patches still apply
     [row] = [r for r in res["timeline"] if r["commit"] == squash]
-    assert row["fixes"]["19450"]["patches"] == {patch.name: "already upstream"}
+    assert row["fixes"]["19302"]["patches"] == {patch.name: "already upstream"}
     assert set(row["fixes"]["19514"]["patches"]) == {p.name for p in ps.fix("19514").patches}
-    assert res["action"] == "retire" and res["verdict"].startswith("fix 19450: already upstream at ")
+    assert res["action"] == "retire" and res["verdict"].startswith("fix 19302: already upstream at ")
     assert json.loads((out / "rc25.json").read_text()) == res
     md = (out / "rc25.md").read_text()
-    assert "| 19450: 0001 | 19514: 0002 | 19514: 0003 | 19514: tests |" in md and "**fix 19450 (a backport of" in md
+    assert "| 19302: 0001 | 19514: 0002 | 19514: 0003 | 19514: tests |" in md and "**fix 19302 (a backport of" in md
 
 
 def test_summary_has_a_radar_row_per_fix_and_flags_a_fix_the_set_no_longer_carries(rc25_stack, rc25_radar):
@@ -140,28 +142,28 @@ def test_summary_has_a_radar_row_per_fix_and_flags_a_fix_the_set_no_longer_carri
     rows = summary.summarize(rc25_stack, out).rows
     until = res["until"]["commit"]
     assert [(r.fix, r.check, r.upstream_commit, r.verdict, r.ok, r.flags) for r in rows] == [
-        ("19450", "radar", until, "changed: retire", False, ()),
+        ("19302", "radar", until, "changed: retire", False, ()),
         ("19514", "radar", until, "unchanged", True, ())]
     retired = {r.fix: r.flags for r in summary.summarize(ROOT, out).rows}
-    assert retired == {"19450": ("stale: rc25 carries no fix 19450 now",), "19514": ()}
+    assert retired == {"19302": ("stale: rc25 carries no fix 19302 now",), "19514": ()}
 
 
 def test_fixid_limits_radar_to_one_fix_and_an_unknown_one_lists_the_stack(rc25_stack, miniature_template, tmp_path,
                                                                           capsys, monkeypatch):
-    """FIXID=19450: the backport's section alone, its columns alone, and no probe of our fix's
+    """FIXID=19302: the backport's section alone, its columns alone, and no probe of our fix's
     tests; FIXID of no fix: exit 4 naming the fixes the stack carries, in make's words, and no
     report written."""
     clone = _clone(miniature_template, tmp_path / "trtllm")
     args = ["--src", clone, "--since", "v1.3.0rc25", "--until", "main"]
-    code, res, err = _radar(capsys, rc25_stack, "rc25", *args, "--fix-id", "19450", "--out", tmp_path / "one")
+    code, res, err = _radar(capsys, rc25_stack, "rc25", *args, "--fix-id", "19302", "--out", tmp_path / "one")
     assert code == 1, err
-    assert res["stack"] == ["19450", "19514"] and [f["id"] for f in res["fixes"]] == ["19450"]
+    assert res["stack"] == ["19302", "19514"] and [f["id"] for f in res["fixes"]] == ["19302"]
     assert res["fixes"][0]["action"] == "retire" and res["fixes"][0]["tests"]["probes"] == 0
-    assert res["timeline"] and all(set(r["fixes"]) == {"19450"} for r in res["timeline"])
+    assert res["timeline"] and all(set(r["fixes"]) == {"19302"} for r in res["timeline"])
     monkeypatch.setenv("PATCHKIT_VIA_MAKE", "1")
     code, res, err = _radar(capsys, rc25_stack, "rc25", *args, "--fix-id", "4242", "--out", tmp_path / "none")
     assert code == 4 and res is None
-    assert "rc25 carries no fix '4242' (it carries: 19450 (backport), 19514 (ours))" in err and "FIXID" in err
+    assert "rc25 carries no fix '4242' (it carries: 19302 (backport), 19514 (ours))" in err and "FIXID" in err
     assert not (tmp_path / "none").exists()
 
 
@@ -173,7 +175,7 @@ def test_a_backport_upstream_already_had_at_since_is_said_so_not_pinned_on_a_lat
     clone = _clone(miniature_template, tmp_path / "trtllm")
     main_sha = sh("git", "-C", clone, "rev-parse", "main").stdout.strip()
     code, res, err = _radar(capsys, rc25_stack, "rc25", "--src", clone, "--since", "main", "--until",
-                            "refs/pull/20918/head", "--fix-id", "19450", "--out", tmp_path / "out")
+                            "refs/pull/20918/head", "--fix-id", "19302", "--out", tmp_path / "out")
     assert code == 1, err
     [back] = res["fixes"]
     assert res["candidates"] >= 1 and back["action"] == "retire" and not back["changed"]
@@ -195,7 +197,7 @@ def test_over_upstreams_own_fix_our_fix_is_fixed_upstream_and_its_docs_change_st
     ps = patchset.load(rc25_stack, "rc25")
     upstreams = sh("git", "-C", miniature_template, "rev-parse", "refs/pull/20918/head").stdout.strip()
     back, ours = res["fixes"]
-    assert back["upstream_at"] == _sha(clone, "(#19450)") and back["action"] == "retire"
+    assert back["upstream_at"] == _sha(clone, "(#19302)") and back["action"] == "retire"
     assert ours["action"] == "retire" and ours["upstream_at"] == upstreams
     assert ours["verdict"].startswith(f"fixed upstream at {upstreams[:12]} (")
     assert ours["tests"]["until"] == {"fixed": True, "counts": _counts(ps, "19514", "patched")}
@@ -215,37 +217,41 @@ def test_over_upstreams_own_fix_our_fix_is_fixed_upstream_and_its_docs_change_st
 
 @pytest.fixture(scope="module")
 def history_stack(history_template, tmp_path_factory) -> Path:
-    """The project with rc25 = backports of #19450 (squash-merged at the history's tip) and of
-    the open #19302 (a C++ guard with a Python part and its tests), then our #19514 fix."""
-    root = _stacked(tmp_path_factory, "historystack", history_template, "rc25", "19450")
+    """The project with rc25 = backports of #19302 (squash-merged on main before the history)
+    and of an open pull request of the test's own (a Python change and its test, pushed to a
+    copy of the history miniature), then our #19514 fix."""
+    upstream = tmp_path_factory.mktemp("historypull") / "upstream"
+    shutil.copytree(history_template, upstream, symlinks=True)
+    python_pull(upstream)
+    root = _stacked(tmp_path_factory, "historystack", upstream, "rc25", "19302")
     with _own_tmp(root.parent / "tmp2"):
         res = backport_cmd.backport(patchset.load(root, "rc25"), root=root, src=root.parent / "clone2",
-                                    url=history_template.as_uri(), pr="19302", today=DAY)
+                                    url=upstream.as_uri(), pr=OPEN_PR, today=DAY)
     assert res.changed and not res.already, res
     return root
 
 
 @pytest.mark.slow  # three fixes over a grown history, two of them bisected: make test-slow (.ci/run)
 def test_on_the_history_variant_each_fix_is_judged_on_its_own(history_stack, history_template, tmp_path, capsys):
-    """rc25 over v1.3.0rc25..main on the history variant, a stack of three fixes: #19450 is
+    """rc25 over v1.3.0rc25..main on the history variant, a stack of three fixes: #19302 is
     already upstream at its squash; upstream's `(#20918)` fixes our bug (our fix's tests, on
-    upstream with both backports, bisect to it); #19302's own tests still fail without it,
-    whatever happened to our fix: still needed."""
+    upstream with both backports, bisect to it); the open pull request's own tests still fail
+    without it, whatever happened to our fix: still needed."""
     clone = _clone(history_template, tmp_path / "trtllm")
     code, res, err = _radar(capsys, history_stack, "rc25", "--src", clone, "--since", "v1.3.0rc25", "--until", "main",
                             "--out", tmp_path / "out")
     assert code == 1, err
     ps = patchset.load(history_stack, "rc25")
-    fix, squash = _sha(clone, "(#20918)"), _sha(clone, "(#19450)")
-    assert [f["id"] for f in res["fixes"]] == [f.id for f in ps.fixes] == ["19450", "19302", "19514"]
+    fix, squash = _sha(clone, "(#20918)"), _sha(clone, "(#19302)")
+    assert [f["id"] for f in res["fixes"]] == [f.id for f in ps.fixes] == ["19302", OPEN_PR, "19514"]
     merged, guard, ours = res["fixes"]
     assert merged["action"] == "retire" and merged["upstream_at"] == squash and merged["tests"]["probes"] == 0
     assert ours["action"] == "retire" and ours["upstream_at"] == fix and ours["tests"]["until"]["fixed"]
     assert [c["commit"] for c in ours["tests"]["changes"]] == [fix]
     assert ours["verdict"].startswith(f"fixed upstream at {fix[:12]} (")
     assert guard["action"] != "retire" and guard["tests"]["until"]["fixed"] is False and not guard["tests"]["changes"]
-    assert "still needed: fix 19302's tests still fail without it at main" in guard["verdict"]
-    assert guard["tests"]["until"]["counts"] == _counts(ps, "19302", "unpatched")  # its Python test; the C++ one is not run
+    assert f"still needed: fix {OPEN_PR}'s tests still fail without it at main" in guard["verdict"]
+    assert guard["tests"]["until"]["counts"] == _counts(ps, OPEN_PR, "unpatched")
     [row] = [r for r in res["timeline"] if r["commit"] == fix]
-    assert row["fixes"]["19514"]["tests"].startswith("fixed") and row["fixes"]["19302"]["tests"] == ""
-    assert res["verdict"].startswith("fix 19450: already upstream at ") and "; fix 19514: fixed upstream at " in res["verdict"]
+    assert row["fixes"]["19514"]["tests"].startswith("fixed") and row["fixes"][OPEN_PR]["tests"] == ""
+    assert res["verdict"].startswith("fix 19302: already upstream at ") and "; fix 19514: fixed upstream at " in res["verdict"]

@@ -57,7 +57,7 @@ class DemoResult:
 
 
 # The upstream PR the demo carries as a backport, and the set that carries it: the miniature's
-# 19450 (squash-merged on main, not in v1.3.0rc25), beneath our own fix.
+# 19450 (the C++ guard, open upstream), beneath our own fix.
 BACKPORT = ("rc25", "19450")
 
 

@@ -113,11 +113,16 @@ def _commit(root: Path, scaffold: Path, repo, tree: Path, c: dict, sources: dict
                     else (scaffold / layer / path).read_text())
             return _expand(root, path, text)
         return [repo.add_all_and_commit(message, IDENTITY, date) for message, date in minihistory.commits(expand, tree)]
+    _change(root, scaffold, c, sources, tree)
+    return [repo.add_all_and_commit(c["message"], IDENTITY, c["date"])]
+
+
+def _change(root: Path, scaffold: Path, c: dict, sources: dict[str, str], tree: Path) -> None:
+    """A commit's change to the tree: its directory laid over it, then its diff applied."""
+    if "dir" in c:
+        _lay(root, scaffold / c["dir"], sources, tree)
     if "patch" in c:
         _patch(root, scaffold / c["patch"], sources, tree)
-    else:
-        _lay(root, scaffold / c["dir"], sources, tree)
-    return [repo.add_all_and_commit(c["message"], IDENTITY, c["date"])]
 
 
 def _pull(root: Path, scaffold: Path, repo, tree: Path, pull: dict, sources: dict[str, str], branch: str) -> list[str]:
@@ -132,10 +137,7 @@ def _pull(root: Path, scaffold: Path, repo, tree: Path, pull: dict, sources: dic
     if not merged:
         return made
     for commit in pull["commits"]:  # the PR's changes, laid over the branch as one commit
-        if "patch" in commit:
-            _patch(root, scaffold / commit["patch"], sources, tree)
-        else:
-            _lay(root, scaffold / commit["dir"], sources, tree)
+        _change(root, scaffold, commit, sources, tree)
     return made + [repo.add_all_and_commit(merged["message"], IDENTITY, merged["date"])]
 
 

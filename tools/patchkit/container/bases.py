@@ -22,9 +22,10 @@ import sys
 from pathlib import Path, PurePosixPath
 
 from .. import proc, pyimports
-from . import runtime
+from . import runtime, toolchain
 
 BUSYBOX = Path("/bin/busybox")
+LDCONFIG = Path("/sbin/ldconfig")
 APPLETS = ("sh", "sha256sum", "echo", "test", "cat", "rm", "rmdir")  # what the Containerfile's RUN lines use
 # What a distribution's root file system has: a RUN step mounts over these, and where a base
 # lacks them buildah makes them, in the new layer (a release image has them all).
@@ -96,10 +97,12 @@ def stand_ins(tree: Path) -> dict[str, str]:
     return files
 
 
-def make_base(name: str, package_tree: Path, site_packages: str, *, package: str = "tensorrt_llm",
+def make_base(name: str, package_tree: Path | None, site_packages: str, *, package: str = "tensorrt_llm",
               replace: dict[str, str] | None = None, ballast_mb: int = 0, python: bool = False,
-              with_shell: bool = True) -> str:
-    """Commit an image `name` whose site_packages holds package_tree/package (files in replace overridden)."""
+              with_shell: bool = True, wheel: Path | None = None) -> str:
+    """Commit an image `name` whose site_packages holds package_tree/package (files in replace
+    overridden), or the wheel installed there by pip (as upstream's release image has it: its
+    .dist-info, RECORD and all; pip itself and ldconfig come along, for pip show and pip check)."""
     ctr = proc.run(["buildah", "from", "scratch"]).stdout.strip()
     try:
         mnt = Path(proc.run(["buildah", "mount", ctr]).stdout.strip())
@@ -115,13 +118,25 @@ def make_base(name: str, package_tree: Path, site_packages: str, *, package: str
             for applet in APPLETS:
                 (mnt / "bin" / applet).symlink_to("busybox")
         site = mnt / site_packages.lstrip("/")
-        shutil.copytree(package_tree / package, site / package)
+        if wheel is not None:
+            proc.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--no-compile",
+                      "--disable-pip-version-check", "--target", str(site), str(wheel)])
+            package_tree = site
+            (mnt / "sbin").mkdir(exist_ok=True)
+            shutil.copy2(LDCONFIG, mnt / "sbin" / "ldconfig")  # static: it runs in an image without a libc
+            (mnt / "etc" / "ld.so.conf.d").mkdir(parents=True, exist_ok=True)
+        else:
+            assert package_tree is not None
+            shutil.copytree(package_tree / package, site / package)
         for rel, text in (replace or {}).items():
             (site / rel).write_text(text)
         if python:
             (mnt / "tmp").mkdir(mode=0o1777, exist_ok=True)  # pytest's capture needs a temporary directory
             os.chmod(mnt / "tmp", 0o1777)
             it = runtime.install(mnt)
+            if wheel is not None:
+                runtime.install(mnt, packages="pip")
+                runtime.install_libraries(mnt, sorted(site.rglob("*.so")))  # the wheel's libraries' own needs
             (mnt / it.site.lstrip("/") / "release-dist-packages.pth").write_text(site_packages + "\n")
             for rel, text in stand_ins(package_tree).items():
                 dest = site / rel
@@ -133,6 +148,21 @@ def make_base(name: str, package_tree: Path, site_packages: str, *, package: str
                 for _ in range(ballast_mb):
                     fh.write(os.urandom(1 << 20))
         proc.run(["buildah", "umount", ctr])
+        proc.run(["buildah", "commit", "-q", ctr, name])
+    finally:
+        proc.run(["buildah", "rm", ctr], check=False)
+    return name
+
+
+def make_devel(name: str) -> str:
+    """Commit an image `name` with this machine's C++ toolchain, CMake, ccache and Python in it
+    (toolchain.py): the stand-in for upstream's devel image."""
+    ctr = proc.run(["buildah", "from", "scratch"]).stdout.strip()
+    try:
+        mnt = Path(proc.run(["buildah", "mount", ctr]).stdout.strip())
+        toolchain.install(mnt)
+        proc.run(["buildah", "umount", ctr])
+        proc.run(["buildah", "config", "--env", "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", ctr])
         proc.run(["buildah", "commit", "-q", ctr, name])
     finally:
         proc.run(["buildah", "rm", ctr], check=False)

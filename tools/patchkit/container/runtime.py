@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
 import re
 import shutil
 import sys
@@ -47,16 +48,26 @@ def interpreter(python: str | None = None) -> Interpreter:
 
 
 def shared_libraries(files: list[Path]) -> set[str]:
-    """Every shared library (and the loader) that ldd says these ELF files need."""
+    """Every shared library (and the loader) that ldd says these ELF files need (one ldd for a
+    batch of files: a toolchain has hundreds of programs)."""
     libs: set[str] = set()
-    for f in files:
-        res = proc.run(["ldd", str(f)], check=False)
+    names = [str(f) for f in files]
+    for at in range(0, len(names), 200):
+        res = proc.run(["ldd", *names[at:at + 200]], check=False)
         libs |= {m.group(1) for m in map(_LDD.search, res.stdout.splitlines()) if m}
     return libs
 
 
+def install_libraries(rootfs: Path, files: list[Path]) -> None:
+    """The shared libraries these ELF files load (ldd here), copied into rootfs at their paths."""
+    for lib in shared_libraries(files):
+        _put(lib, rootfs)
+
+
 def _put(src: str | Path, rootfs: Path, at: str | None = None) -> None:
     dest = rootfs / str(at or src).lstrip("/")
+    if os.path.lexists(dest):  # already there (a toolchain's copy): never written through a link
+        return
     dest.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy2(src, dest)  # follows symlinks: the image gets the file, not a dangling link
 
