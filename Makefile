@@ -45,13 +45,16 @@ FETCH      ?=
 SECTION    ?=
 BUG        ?=
 TITLE      ?=
+FROM       ?=
+REF        ?=
+NAME       ?=
 # make test and make test-slow: N names the N slowest cases with their times (pytest's
 # --durations); .ci/run sets it, a developer's loop stays short without it.
 DURATIONS  ?=
 
 # Variables reach the CLI through the environment ("$$VAR"), never pasted into the shell line:
 # BRANCH='x;touch /tmp/p' or SIGNOFF with quotes, backticks or $$(...) stays one argument.
-export AUTHOR BASE BRANCH BUILD BUILDER DEST FETCH FIX FIXID FORK GPU_RUNNER MODE NOTES REGISTRY REPORT REPORTS SIGNOFF SINCE THREEWAY TLS_VERIFY TRTLLM TRTLLM_SRC TRTLLM_URL UNTIL VARIANT PR COMMIT BEFORE AFTER SECTION DURATIONS BUG TITLE
+export AUTHOR BASE BRANCH BUILD BUILDER DEST FETCH FIX FIXID FORK GPU_RUNNER MODE NOTES REGISTRY REPORT REPORTS SIGNOFF SINCE THREEWAY TLS_VERIFY TRTLLM TRTLLM_SRC TRTLLM_URL UNTIL VARIANT PR COMMIT BEFORE AFTER SECTION DURATIONS BUG TITLE FROM REF NAME
 
 # A variable with a value reaches the CLI as its flag when the user gave it (on make's command
 # line, even empty: make drops leading blanks, so GPU_RUNNER=' ' is empty to make) or it holds
@@ -59,7 +62,7 @@ export AUTHOR BASE BRANCH BUILD BUILDER DEST FETCH FIX FIXID FORK GPU_RUNNER MOD
 # --gpu-runner '' (#24 item 6: make workflow GPU_RUNNER=' ' used the default runners without a word).
 given = $(if $(or $(filter command line,$(origin $(1))),$(strip $($(1)))),$(2)="$$$(1)")
 
-.PHONY: help setup demo test test-slow docs lint apply unapply check radar backport new-fix drop move miniature targets bench delta waivers pr dco export check-export container container-push workflow summary
+.PHONY: help setup demo test test-slow docs lint apply unapply check radar backport new-fix drop move new-set miniature targets bench delta waivers pr dco export check-export container container-push workflow summary
 help: ; @awk -F ":.*## " '/^[a-z-]+:.*## /{printf "  %-15s %s\n", $$1, $$2}' $(MAKEFILE_LIST) ## list the commands, one line each (docs/ says more)
 setup: $(SETUP) $(HOOKS) ## make the virtual environment in .venv, install patchkit into it, fetch the hook tools' wheels
 # What make demo and every command need, and nothing else (#27 item 5): patchkit and its
@@ -94,6 +97,7 @@ backport: $(SETUP) ; $(PATCHKIT) backport --target="$$TRTLLM" --src="$$TRTLLM_SR
 new-fix: $(SETUP) ; $(PATCHKIT) new-fix --target="$$TRTLLM" --src="$$TRTLLM_SRC" --branch="$$BRANCH" $(call given,FIXID,--fix-id) $(call given,BUG,--bug) $(call given,TITLE,--title) $(call given,COMMIT,--commit) ## your commits (or COMMIT) as a new fix of ours, measured (TRTLLM, FIXID, BUG, TITLE, COMMIT, BRANCH, TRTLLM_SRC)
 drop: $(SETUP) ; $(PATCHKIT) drop --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,TRTLLM_URL,--url) $(call given,FIXID,--fix-id) ## take a fix out of the stack (TRTLLM, FIXID, TRTLLM_SRC, TRTLLM_URL)
 move: $(SETUP) ; $(PATCHKIT) move --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,TRTLLM_URL,--url) $(call given,FIXID,--fix-id) $(call given,BEFORE,--before) $(call given,AFTER,--after) ## put a fix BEFORE or AFTER another (TRTLLM, FIXID, BEFORE, AFTER, TRTLLM_SRC, TRTLLM_URL)
+new-set: $(SETUP) ; $(PATCHKIT) new-set $(call given,FROM,--from) $(call given,REF,--ref) $(call given,NAME,--name) $(if $(filter command line environment,$(origin TRTLLM_SRC)),--src="$$TRTLLM_SRC") $(call given,TRTLLM_URL,--url) ## a set for another REF, from the set FROM (FROM, REF, NAME, TRTLLM_SRC, TRTLLM_URL)
 miniature: $(SETUP) ; $(PATCHKIT) miniature --dest="$$DEST" $(call given,VARIANT,--variant) ## build the miniature upstream (DEST, VARIANT)
 targets: $(SETUP) ; $(PATCHKIT) targets ## list the patch sets
 bench: $(SETUP) $(HOOKS) ; $(PATCHKIT) bench --workdir="$$BUILD/bench" $(call given,SECTION,--only) ## speed goals beside measured figures, ratios paired; SECTION=<name> measures one (BUILD, SECTION)

@@ -1,25 +1,27 @@
-"""make new-fix, drop and move killed or failing at every git call (#33 items 1 and 2): patches/
+"""make new-fix, drop, move and new-set killed or failing at every git call (#33 items 1 and 2): patches/
 and the user's checkout are as they were (HEAD, refs, index, files, stash, worktrees); a run that
 exits 0 wrote exactly what a clean run writes. One fault point in make test; sampled under make
 test-slow, every call under -m exhaustive; through the CLI, as make runs it."""
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
 import pytest
 
-from helpers import sh
-from patchkit import apply as apply_mod, patchset
+from helpers import ROOT, sh
+from patchkit import apply as apply_mod, miniature, patchset
 from robust.faults import Injector, defects, judge, look, sample
 from test_stack_verbs import commit_a_fix
 from stacks import STACK_PR
 
 MODES = ("fail", "kill-before", "kill-after")
 COMMANDS = {
-    "new-fix": ["--fix-id", "20001"],
-    "drop": ["--fix-id", f"{STACK_PR}"],
-    "move": ["--fix-id", "19514", "--before", f"{STACK_PR}"],
+    "new-fix": ["--target", "rc25", "--fix-id", "20001"],
+    "drop": ["--target", "rc25", "--fix-id", f"{STACK_PR}"],
+    "move": ["--target", "rc25", "--fix-id", "19514", "--before", f"{STACK_PR}"],
+    "new-set": ["--from", "rc25", "--ref", "v1.3.0rc26"],  # on the miniature's rc26 variant
 }
 
 
@@ -27,11 +29,14 @@ class Sweep:
     """A stacked project and a checkout with overlay/rc25 (and a commit of the user's on it),
     copied fresh for each run."""
 
-    def __init__(self, tmp: Path, stack_template: Path, upstream: Path) -> None:
+    def __init__(self, tmp: Path, stack_template: Path, upstream: Path, variant: str | None = None) -> None:
         self.tmp, self.root = tmp, tmp / "root"
         shutil.copytree(stack_template, self.root)
         self.shipped = tmp / "shipped"
-        shutil.copytree(self.root / "patches", self.shipped)
+        shutil.copytree(self.root, self.shipped)
+        if variant:
+            upstream = tmp / f"upstream-{variant}"
+            miniature.build(ROOT, upstream, variant)
         self.template = tmp / "template"
         sh("git", "clone", "-q", upstream.as_uri(), self.template)
         apply_mod.apply(patchset.load(self.root, "rc25"), src=self.template)
@@ -39,20 +44,25 @@ class Sweep:
         self.inj = Injector(tmp)
 
     def fresh(self, n: int) -> Path:
-        shutil.rmtree(self.root / "patches")
-        shutil.copytree(self.shipped, self.root / "patches")
+        shutil.rmtree(self.root)
+        shutil.copytree(self.shipped, self.root)
         work = self.tmp / f"run-{n}"
         shutil.rmtree(work, ignore_errors=True)
         shutil.copytree(self.template, work, symlinks=True)
         return work
 
     def run(self, command: str, work: Path, n: int = 0, mode: str = "fail"):
-        return self.inj.run([command, "--target", "rc25", "--src", str(work), *COMMANDS[command]], n, mode,
-                            root=self.root)
+        return self.inj.run([command, "--src", str(work), *COMMANDS[command]], n, mode, root=self.root)
 
     def judge(self, command: str, points, modes=MODES):
         return judge(command, self.fresh, lambda work, n=0, mode="fail": self.run(command, work, n, mode),
-                     lambda work: look(self.root, work), points, modes)
+                     lambda work: dict(look(self.root, work), project=_files(self.root)), points, modes)
+
+
+def _files(root: Path) -> list:
+    """Every file of the project's copy (patches/<set>/ and waivers/ of any set), Last-Update aside."""
+    return sorted((p.relative_to(root).as_posix(), re.sub(rb"^Last-Update: .*$", b"", p.read_bytes(), flags=re.M))
+                  for p in root.rglob("*") if p.is_file())
 
 
 def test_drop_killed_midway_changes_nothing(tmp_path, stack_template, upstream):
@@ -64,12 +74,14 @@ def test_drop_killed_midway_changes_nothing(tmp_path, stack_template, upstream):
 @pytest.mark.slow
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_sampled_faults_leave_patches_and_the_checkout_as_they_were(tmp_path, stack_template, upstream, command):
-    counts = Sweep(tmp_path, stack_template, upstream).judge(command, lambda total: sample(total, 4))
+    sweep = Sweep(tmp_path, stack_template, upstream, "rc26" if command == "new-set" else None)
+    counts = sweep.judge(command, lambda total: sample(total, 4))
     assert counts["runs"] >= 9 and defects(counts) == 0, dict(counts)
 
 
 @pytest.mark.exhaustive
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_every_fault_point(tmp_path, stack_template, upstream, command):
-    counts = Sweep(tmp_path, stack_template, upstream).judge(command, lambda total: range(1, total + 1))
+    sweep = Sweep(tmp_path, stack_template, upstream, "rc26" if command == "new-set" else None)
+    counts = sweep.judge(command, lambda total: range(1, total + 1))
     assert defects(counts) == 0, dict(counts)

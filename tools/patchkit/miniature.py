@@ -9,7 +9,8 @@ touch are the patches' own. A line '#patchkit: filler' becomes generated code of
 as many lines as put the first preimage after it (or the line after '#patchkit: at <target>
 <n>') at the line its hunk header names: the patches then apply with no offset, and
 exporting them again is byte-identical. Variants (manifest 'variants') are further commits
-on main, for the cases a user meets: upstream fixing the bug its own way, say.
+on main, for the cases a user meets: upstream fixing the bug its own way, say; or a release
+branch from a tag that took pull requests as squash commits and was tagged anew.
 
 A commit is either a directory laid over the tree ('dir') or a change to the scaffolding as
 it stands ('patch': a unified diff over the scaffold files, markers and all), so that a
@@ -86,15 +87,19 @@ def _build(root: Path, dest: Path, variant: str | None) -> MiniatureResult:
         repo = init(tmp, branch)
         tag, commits = "", []
         sources: dict[str, str] = {}  # path -> its scaffold text as the commits so far left it
+        at_tag: dict[str, dict[str, str]] = {}  # tag -> the scaffold text as it was there
         for c in manifest["commits"]:
             commits += _commit(root, scaffold, repo, tmp, c, sources)
             if c.get("tag"):
                 tag = c["tag"]
                 repo.tag(tag)
-        for pull in manifest.get("pulls") or ():
+                at_tag[tag] = dict(sources)
+        pulls = {str(p["number"]): p for p in manifest.get("pulls") or ()}
+        for pull in pulls.values():
             commits += _pull(root, scaffold, repo, tmp, pull, sources, branch)
         for c in todo[len(manifest["commits"]):]:
-            commits += _commit(root, scaffold, repo, tmp, c, sources)
+            commits += (_release(root, scaffold, repo, tmp, c, at_tag, pulls, branch) if "release" in c
+                        else _commit(root, scaffold, repo, tmp, c, sources))
         repo.close()
         if dest.exists():
             dest.rmdir()
@@ -139,6 +144,30 @@ def _pull(root: Path, scaffold: Path, repo, tree: Path, pull: dict, sources: dic
     for commit in pull["commits"]:  # the PR's changes, laid over the branch as one commit
         _change(root, scaffold, commit, sources, tree)
     return made + [repo.add_all_and_commit(merged["message"], IDENTITY, merged["date"])]
+
+
+def _release(root: Path, scaffold: Path, repo, tree: Path, c: dict, at_tag: dict[str, dict[str, str]],
+             pulls: dict[str, dict], branch: str) -> list[str]:
+    """A release branch (c['release']) from a tag of the manifest (c['from']) that took pull
+    requests (c['squash']) as one squash commit each, as upstream's release branches take
+    cherry-picks, the last one tagged c['tag']; main is left as it was."""
+    if c["from"] not in at_tag:
+        raise BadInput(f"miniature: release {c['release']} starts from {c['from']!r}, which is no tag of the manifest")
+    sources = dict(at_tag[c["from"]])
+    repo.checkout(repo.rev_parse(c["from"]))
+    made = []
+    for number, message, date in zip(c["squash"], c["messages"], c["dates"]):
+        pull = pulls[str(number)]
+        for commit in pull["commits"]:  # the PR's changes, laid over the release branch as one commit
+            if "patch" in commit:
+                _patch(root, scaffold / commit["patch"], sources, tree)
+            else:
+                _lay(root, scaffold / commit["dir"], sources, tree)
+        made.append(repo.add_all_and_commit(message, IDENTITY, date))
+    repo.set_ref(f"refs/heads/{c['release']}", made[-1])
+    repo.tag(c["tag"], made[-1])
+    repo.checkout(branch)
+    return made
 
 
 def _lay(root: Path, layer: Path, sources: dict[str, str], tree: Path) -> None:

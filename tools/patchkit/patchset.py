@@ -21,7 +21,7 @@ from .text.words import control
 
 METADATA = "patchset.yaml"
 _SUBJECT_PREFIX = re.compile(r"^\[PATCH[^\]]*\]\s*")
-_TARGET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+TARGET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 def targets(root: Path) -> list[str]:
@@ -69,6 +69,10 @@ _TARGET_FIELDS = {
     "branch": S.optional(S.string()),
     "container": S.record({"base": S.string(), "site_packages": S.string(), "package": S.optional(S.string(), "tensorrt_llm")}),
     "extra_paths": S.optional(S.list_of(S.rel_path()), []),
+    # Fixes the set from which make new-set made this one carried, and this one's ref has:
+    # where upstream has them (DEP-3 Applied-Upstream), as radar found it.
+    "retired": S.optional(S.list_of(S.record({"id": S.one_of(S.string(), S.count()), "title": S.optional(S.string()),
+                                              "applied_upstream": S.string()})), []),
 }
 # A stack: the target's fields and its fixes, in the order they apply.
 STACK_SCHEMA = S.record({**_TARGET_FIELDS, "fixes": S.list_of(FIX_SCHEMA, nonempty=True, limit=200)})
@@ -76,7 +80,7 @@ STACK_SCHEMA = S.record({**_TARGET_FIELDS, "fixes": S.list_of(FIX_SCHEMA, nonemp
 # stack of one fix of ours, whose id is the bug's number.
 PATCHSET_SCHEMA = S.record({k: {**_TARGET_FIELDS, **_FIX_FIELDS}[k] for k in (
     "title", "bug", "variant", "upstream", "branch", "series", "status", "verified_on", "tests", "expected", "container",
-    "extra_paths", "pr")})
+    "extra_paths", "pr", "retired")})
 WAIVERS_SCHEMA = S.record({
     "waives_file": S.rel_path(),
     "must_run": S.list_of(S.rel_path()),
@@ -89,7 +93,7 @@ def load(root: Path, target: str, *, filing: bool = True) -> PatchSet:
     """Load patches/<target> and waivers/<target>.yaml; BadInput on anything malformed, and on a
     patch whose Origin names another fix than the one it is filed under (filing=False: make
     export, which files a branch's commits by their Origin anew, reads such a set)."""
-    if not _TARGET_NAME.match(target or "") or len(target) > 100:
+    if not TARGET_NAME.match(target or "") or len(target) > 100:
         raise BadInput(f"invalid patch set name {target[:100]!r}")
     set_dir = root / "patches" / target
     meta_file = set_dir / METADATA

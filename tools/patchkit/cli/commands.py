@@ -12,7 +12,7 @@ from ..lint import text as lint_text
 from ..pr import text as pr_text
 from ..waives import text as waivers_text
 from . import parser
-from .runs import (_apply, _backport, _described, _bench, _bench_text, _check, _container, _dco, _delta, _demo, _export, _lint, _miniature, _miniature_text, _new_fix,
+from .runs import (_apply, _backport, _described, _bench, _bench_text, _check, _container, _dco, _delta, _demo, _export, _lint, _miniature, _miniature_text, _new_fix, _new_set,
                    _pr, _push, _reorder, _radar, _radar_text, _summary, _targets, _unapply, _waivers, _workflow)
 from .table import (BASE, BRANCH, BUILDER, FIX_ID, NO_FETCH, REGISTRY, REPORT, SIGNOFF, SRC, SRC_REQUIRED, TARGET, URL, WORKDIR,
                     Command, _mismatch_unless, arg)
@@ -69,6 +69,15 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
             _reorder("move"), _described("edit.reorder"),
             "make move TRTLLM=rc25 FIXID=19514 BEFORE=19450\n"
             "patchkit move --target rc25 --src build/trtllm-rc25 --fix-id 19514 --before 19450"),
+    Command("new-set", "start a set for another upstream ref from an existing one: its fixes carried (3-way where "
+            "they drifted), those the ref has left out with the upstream commit; all or nothing",
+            (arg("--from", "FROM", "the set to start from (e.g. rc25)", required=True),
+             arg("--ref", "REF", "the new set's upstream ref: a tag or a branch (e.g. v1.3.0rc26)", required=True),
+             arg("--name", "NAME", "the new set's name (default: rc26 for v1.3.0rc26, else the ref's last part)"),
+             arg("--src", "TRTLLM_SRC", "a TensorRT-LLM checkout (default: build/trtllm-<name>, cloned as apply does)",
+                 type=Path), URL),
+            _new_set, _described("edit.newset"),
+            "make new-set FROM=rc25 REF=v1.3.0rc26\npatchkit new-set --from rc25 --ref v1.3.0rc26"),
     Command("waivers", "which waiver lines skip the set's tests at its ref and after the set; its edit as -/+ lines", (TARGET, SRC, URL),
             _waivers, waivers_text.waivers_result,
             "make waivers TRTLLM=rc25\npatchkit waivers --target rc25 --src build/trtllm-rc25"),

@@ -270,3 +270,10 @@ def _described(module: str):
     def text(res) -> str:
         return importlib.import_module(f"patchkit.{module}").describe(res)
     return text
+
+
+def _new_set(root, args):
+    from .. import patchset
+    from ..edit import newset
+    return newset.new_set(patchset.load(root, getattr(args, "from")), root=root, ref=args.ref, name=args.name, src=args.src,
+                          url=args.url)

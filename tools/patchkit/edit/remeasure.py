@@ -46,7 +46,8 @@ def remeasure(staged: PatchSet, meta: Meta, repo: Repo, base: Sha, ref: str, run
               fixes: list[str]) -> list[Remeasured]:
     """The fixes' expectations on the staged stack: source mode measured and written into meta
     where it differs; every other declared mode (and source, where no sandbox lets the tests
-    run) marked stale with a comment saying why. why: what changed ('fix 19450 was dropped on 2026-12-03')."""
+    run) marked stale with a comment saying why. why: where they were measured ('on a stack where
+    fix 19450 was still carried')."""
     out = []
     for fix_id in fixes:
         fix = staged.fix(fix_id)
@@ -64,8 +65,8 @@ def remeasure(staged: PatchSet, meta: Meta, repo: Repo, base: Sha, ref: str, run
             if r.changed or set(declared) != set(measured):
                 meta.set_fix_value(fix_id, ("expected", SOURCE), measured)
         for mode in modes:
-            meta.comment_before(fix_id, ("expected", mode), f"stale: measured on a stack where {why}; make delta "
-                                                            f"MODE={mode} FIXID={fix_id} measures it again")
+            meta.comment_before(fix_id, ("expected", mode), f"stale: measured {why}; make delta MODE={mode} "
+                                                            f"FIXID={fix_id} measures it again")
         r.stale = modes
         out.append(r)
     return out

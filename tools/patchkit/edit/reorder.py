@@ -108,7 +108,7 @@ def _restack(ps: PatchSet, new: PatchSet, repo: Repo, edit: SetEdit, verb: str, 
         staged = edit.stage(work, files, meta.text())
         if verb == "drop":
             result.remeasured = remeasure(staged, meta, repo, target, ref, runner or SourceRunner(),
-                                          f"fix {fix_id} was still carried (dropped {day})", result.order)
+                                          f"on a stack where fix {fix_id} was still carried (dropped {day})", result.order)
             staged = edit.stage(work, files, meta.text())
         edit.verify(staged, repo, target, f"{short_ref(ref)} ({target[:12]})")
         done = edit.commit(staged)
