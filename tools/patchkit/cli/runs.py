@@ -251,7 +251,7 @@ def _new_fix(root, args):
     from ..edit import newfix
     ps = _set(root, args)
     return newfix.new_fix(ps, root=root, src=_src(root, ps, args), fix_id=args.fix_id, bug=args.bug,
-                          title=args.title, commits=args.commit, branch=args.branch)
+                          title=args.title, commits=args.commit, branch=args.branch, fetch=not args.no_fetch)
 
 
 def _reorder(verb: str):
@@ -260,7 +260,7 @@ def _reorder(verb: str):
         ps = _set(root, args)
         where = {"before": args.before, "after": args.after} if verb == "move" else {}
         return getattr(reorder, verb)(ps, root=root, src=_src(root, ps, args), url=args.url, fix_id=args.fix_id,
-                                      **where)
+                                      fetch=not args.no_fetch, **where)
     return run
 
 
@@ -276,4 +276,4 @@ def _new_set(root, args):
     from .. import patchset
     from ..edit import newset
     return newset.new_set(patchset.load(root, getattr(args, "from")), root=root, ref=args.ref, name=args.name, src=args.src,
-                          url=args.url)
+                          url=args.url, fetch=not args.no_fetch)

@@ -42,7 +42,8 @@ BASE = arg("--base", "BASE", "base image (default: the set's container.base)")
 BUILDER = arg("--builder", "BUILDER", "docker, podman or buildah (default: the first that works)")
 # The command-line name of a fix of the stack (FIX is taken: it means "mend" for lint and dco).
 FIX_ID = arg("--fix-id", "FIXID", "one fix of the set's stack, by its id (e.g. 19514; default: every fix)")
-# Check, radar, apply, delta and backport fetch the set's ref first (#33 item 4); FETCH=0 does not.
+# Check, radar, apply, delta, backport and the verbs that edit a stack fetch the set's ref first (#33 item 4);
+# FETCH=0 does not.
 NO_FETCH = arg("--no-fetch", "FETCH", "judge the set's ref as the checkout has it: no fetch first (make: FETCH=0)",
                action="store_true")
 WORKDIR = arg("--workdir", None, "where to work (make: $(BUILD)/<target>)", type=Path, required=True)

@@ -27,8 +27,8 @@ from ..errors import BadInput, Hint, NotFound
 from ..git import Repo, Sha, short_ref
 from ..model import OURS, Fix, PatchSet, Status, Tests, is_test_path
 from ..series import THROWAWAY_DATE
-from .. import upstream
-from ..upstream import base_of, refuse_symlinked_paths
+from .. import fresh, upstream
+from ..upstream import refuse_symlinked_paths
 from . import metadata, onref, patchfiles, text
 from .write import SetEdit
 
@@ -52,6 +52,7 @@ class NewFixResult:
     unfenced: str = ""
     written: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
+    view: fresh.View | None = None  # the upstream commit judged, and how fresh that view is
 
     @property
     def hints(self) -> list[Hint]:
@@ -67,7 +68,7 @@ def split_commits(given: list[str] | None) -> list[str]:
 
 def new_fix(ps: PatchSet, *, root: Path, src: Path, fix_id: str, bug: str | None = None, title: str | None = None,
             commits: list[str] | None = None, branch: str | None = None, today: str | None = None,
-            runner: Runner | None = None) -> NewFixResult:
+            runner: Runner | None = None, fetch: bool = True) -> NewFixResult:
     """Make a fix of ours, fix_id, of the commits; see the module."""
     if not patchset.FIX_ID.match(fix_id):
         raise BadInput(f"{fix_id[:70]!r} is not a fix id: letters, digits, '.', '_' or '-' (e.g. its bug's number, "
@@ -87,12 +88,12 @@ def new_fix(ps: PatchSet, *, root: Path, src: Path, fix_id: str, bug: str | None
     Repo.open(src).close()  # new-fix never clones: the user's commits are in their checkout
     with upstream.held(ps, src, None, f"new-fix {ps.target}") as (repo, _cloned):
         return _new_fix(ps, repo, edit, fix_id, bug.strip(), title, split_commits(commits), branch or ps.branch, day,
-                        runner)
+                        runner, fresh.view(repo, ps, fetch=fetch))
 
 
 def _new_fix(ps: PatchSet, repo: Repo, edit: SetEdit, fix_id: str, bug: str, title: str | None, given: list[str],
-             branch: str, day: str, runner: Runner | None) -> NewFixResult:
-    ref, target = base_of(repo, ps)
+             branch: str, day: str, runner: Runner | None, seen: fresh.View) -> NewFixResult:
+    ref, target = seen.ref, Sha(seen.commit)
     with scratch.folder("edit") as tmp:
         work = Path(tmp)
         shas = _commits(ps, repo, target, branch, given, work)
@@ -113,7 +114,7 @@ def _new_fix(ps: PatchSet, repo: Repo, edit: SetEdit, fix_id: str, bug: str, tit
         fix = Fix(fix_id, OURS, name, bug, bug, tuple(made), Status("no"), Tests(tuple(tests)), {})
         new = replace(ps, fixes=ps.fixes + (fix,))
         result = NewFixResult(ps.target, fix_id, name, bug, ref, target, list(shas), tests=tests,
-                              placed=f"after {ps.fixes[-1].id}, last of the stack")
+                              placed=f"after {ps.fixes[-1].id}, last of the stack", view=seen)
         refuse_symlinked_paths(repo, target, new)
         applied = onref.apply(repo, target, new, onref.bases(new, *(repo.commit_info(s).parents[0] for s in shas)))
         onref.refuse(repo, new, applied, ref, target, f"the stack with fix {fix_id}")
@@ -174,7 +175,7 @@ def describe(r: NewFixResult) -> str:
     """The result as the user reads it (the CLI prints it; --json has every field)."""
     lines = [f"{r.target}: {r.fix} ({r.bug}, ours): a new fix of {len(r.commits)} commit(s) "
              f"({', '.join(c[:12] for c in r.commits)}), {r.placed}, on {short_ref(r.ref)} ({r.ref_commit[:12]})",
-             f"title: {r.title}", text.stack_table(r.stack)]
+             f"title: {r.title}", *text.view_line(r.view), text.stack_table(r.stack)]
     lines += text.tests_lines(r.fix, r.expected, r.unfenced, r.tests_ran) or [
         f"tests of {r.fix}: none (its commits touch no test file): make delta has nothing to grade it by"]
     lines.append(text.written_line(r.target, r.written, r.removed, "unchanged"))

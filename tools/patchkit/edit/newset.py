@@ -17,14 +17,13 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .. import patchset, scratch, series, stack, upstream
+from .. import fresh, patchset, scratch, series, stack, upstream
 from ..backport.change import web_url
 from ..delta.run import Runner, SourceRunner
 from ..errors import BadInput, Conflict, Hint, UserError
 from ..git import Repo, Sha, short_ref
 from ..model import PatchSet, Upstream
 from ..radar import command as radar_cmd
-from ..upstream import base_of
 from . import metadata, onref, patchfiles, text
 from .remeasure import Remeasured, remeasure
 from .write import SetEdit
@@ -44,6 +43,7 @@ class NewSetResult:
     remeasured: list[Remeasured] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     written: list[str] = field(default_factory=list)
+    view: fresh.View | None = None  # the upstream commit judged, and how fresh that view is
 
     @property
     def hints(self) -> list[Hint]:
@@ -58,7 +58,8 @@ def default_name(ref: str) -> str:
 
 
 def new_set(source: PatchSet, *, root: Path, ref: str, name: str | None = None, src: Path | None = None,
-            url: str | None = None, today: str | None = None, runner: Runner | None = None) -> NewSetResult:
+            url: str | None = None, today: str | None = None, runner: Runner | None = None,
+            fetch: bool = True) -> NewSetResult:
     """Start patches/<name> for ref from the set source; see the module."""
     target = name or default_name(ref)
     if not patchset.TARGET_NAME.match(target) or len(target) > 100:
@@ -74,13 +75,13 @@ def new_set(source: PatchSet, *, root: Path, ref: str, name: str | None = None, 
                   upstream=Upstream(source.upstream.url, ref, ""))
     edit = SetEdit(root, target, f"new-set {target}")
     with upstream.held(new, src or root / "build" / f"trtllm-{target}", url, f"new-set {target}") as (repo, _cloned):
-        return _new_set(source, new, repo, edit, day, runner)
+        return _new_set(source, new, repo, edit, day, runner, fresh.view(repo, new, fetch=fetch, url=url))
 
 
 def _new_set(source: PatchSet, new: PatchSet, repo: Repo, edit: SetEdit, day: str,
-             runner: Runner | None) -> NewSetResult:
-    ref, target = base_of(repo, new)
-    result = NewSetResult(new.target, source.target, ref, target)
+             runner: Runner | None, seen: fresh.View) -> NewSetResult:
+    ref, target = seen.ref, Sha(seen.commit)
+    result = NewSetResult(new.target, source.target, ref, target, view=seen)
     retired = _retired(source, repo, target, result)
     keep = tuple(f for f in source.fixes if f.id not in retired)
     if not keep:
@@ -186,7 +187,7 @@ def describe(r: NewSetResult) -> str:
     lines = [f"{r.target}: a new set on {short_ref(r.ref)} ({r.ref_commit[:12]}) from {r.source}: carries "
              f"{', '.join(r.carried)}" + (f"; leaves out {', '.join(x['id'] for x in r.retired)}" if r.retired else "")]
     lines += [f"  {x['id']} is in {short_ref(r.ref)} already: {x['applied_upstream']}" for x in r.retired]
-    lines.append(text.stack_table(r.stack))
+    lines += [*text.view_line(r.view), text.stack_table(r.stack)]
     three = [n for n, _f, s in r.stack if s == series.THREEWAY]
     if three:
         lines.append(f"merged 3-way (written anew, with index lines): {', '.join(three)}")

@@ -1,7 +1,7 @@
 """make drop and make move: a fix leaves the stack, or goes to another place in it, all or
 nothing (#33 item 2: there was no command; the way out was git checkout -- patches/).
 
-The new stack must apply on the set's ref (3-way where a patch drifted, as make apply
+The new stack must apply on the set's ref, fetched first (fresh.py; FETCH=0 does not) (3-way where a patch drifted, as make apply
 THREEWAY=1 would); else nothing changes and the error names the fix, the patch, the file and
 the hunk. Its files are numbered again over the whole stack (0001..000N); a patch whose change
 is unchanged keeps its bytes (edit/patchfiles.py). A drop changes what every other fix was
@@ -19,10 +19,9 @@ from pathlib import Path
 from .. import patchset, scratch, stack
 from ..delta.run import Runner, SourceRunner
 from ..errors import BadInput, NotFound
-from ..git import Repo, short_ref
+from ..git import Repo, Sha, short_ref
 from ..model import PatchSet
-from .. import upstream
-from ..upstream import base_of
+from .. import fresh, upstream
 from . import metadata, onref, patchfiles, text
 from .remeasure import Remeasured, remeasure
 from .write import SetEdit
@@ -41,20 +40,21 @@ class ReorderResult:
     remeasured: list[Remeasured] = field(default_factory=list)
     written: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
+    view: fresh.View | None = None  # the upstream commit judged, and how fresh that view is
 
 
 def drop(ps: PatchSet, *, root: Path, src: Path, url: str | None = None, fix_id: str, today: str | None = None,
-         runner: Runner | None = None) -> ReorderResult:
+         runner: Runner | None = None, fetch: bool = True) -> ReorderResult:
     """The stack without fix_id; see the module."""
     fix = _fix(ps, fix_id)
     if len(ps.fixes) == 1:
         raise BadInput(f"{ps.target} carries only fix {fix_id}: a set carries at least one fix", setting="fix_id")
     new = replace(ps, fixes=tuple(f for f in ps.fixes if f.id != fix.id))
-    return _run(ps, new, root, src, url, "drop", fix_id, "", today, runner)
+    return _run(ps, new, root, src, url, "drop", fix_id, "", today, runner, fetch)
 
 
 def move(ps: PatchSet, *, root: Path, src: Path, url: str | None = None, fix_id: str, before: str | None = None,
-         after: str | None = None, today: str | None = None) -> ReorderResult:
+         after: str | None = None, today: str | None = None, fetch: bool = True) -> ReorderResult:
     """The stack with fix_id before (or after) another fix; see the module."""
     fix = _fix(ps, fix_id)
     if (before is None) == (after is None):
@@ -66,7 +66,7 @@ def move(ps: PatchSet, *, root: Path, src: Path, url: str | None = None, fix_id:
                        setting="before" if before is not None else "after")
     new = replace(ps, fixes=stack.insert(ps, fix, before=before, after=after))
     placed = f"{'before' if before else 'after'} {anchor}"
-    return _run(ps, new, root, src, url, "move", fix_id, placed, today, None)
+    return _run(ps, new, root, src, url, "move", fix_id, placed, today, None, fetch)
 
 
 def _fix(ps: PatchSet, fix_id: str):
@@ -78,17 +78,18 @@ def _fix(ps: PatchSet, fix_id: str):
 
 
 def _run(ps: PatchSet, new: PatchSet, root: Path, src: Path, url: str | None, verb: str, fix_id: str, placed: str,
-         today: str | None, runner: Runner | None) -> ReorderResult:
+         today: str | None, runner: Runner | None, fetch: bool) -> ReorderResult:
     day = today or datetime.date.today().isoformat()
     edit = SetEdit(root, ps.target, f"{verb} {ps.target}")
     with upstream.held(ps, src, url, f"{verb} {ps.target}") as (repo, _cloned):
-        return _restack(ps, new, repo, edit, verb, fix_id, placed, day, runner)
+        return _restack(ps, new, repo, edit, verb, fix_id, placed, day, runner,
+                        fresh.view(repo, ps, fetch=fetch, url=url))
 
 
 def _restack(ps: PatchSet, new: PatchSet, repo: Repo, edit: SetEdit, verb: str, fix_id: str, placed: str, day: str,
-             runner: Runner | None) -> ReorderResult:
-    ref, target = base_of(repo, ps)
-    result = ReorderResult(ps.target, verb, fix_id, ref, target, placed, [f.id for f in new.fixes])
+             runner: Runner | None, seen: fresh.View) -> ReorderResult:
+    ref, target = seen.ref, Sha(seen.commit)
+    result = ReorderResult(ps.target, verb, fix_id, ref, target, placed, [f.id for f in new.fixes], view=seen)
     if result.order == [f.id for f in ps.fixes]:
         return result  # a move to where it is: nothing to do
     with scratch.folder("edit") as tmp:
@@ -122,7 +123,7 @@ def describe(r: ReorderResult) -> str:
         return f"{r.target}: fix {r.fix} is already {r.placed}; nothing written"
     head = (f"{r.target}: fix {r.fix} dropped" if r.verb == "drop" else f"{r.target}: fix {r.fix} moved {r.placed}")
     lines = [f"{head}; the stack is now {', '.join(r.order)}, on {short_ref(r.ref)} ({r.ref_commit[:12]})",
-             text.stack_table(r.stack)]
+             *text.view_line(r.view), text.stack_table(r.stack)]
     if r.verb == "drop" and r.remeasured:
         lines.append(f"measured on a stack with fix {r.fix}, so measured again:")
         lines += [f"  {m.one_line()}" for m in r.remeasured]

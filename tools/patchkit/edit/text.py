@@ -31,3 +31,8 @@ def tests_lines(fix: str, expected: dict, unfenced: str, tests_ran: str) -> list
 def written_line(target: str, written: Sequence[str], removed: Sequence[str], unchanged: str) -> str:
     return f"patches/{target}: " + (f"{len(written)} written, {len(removed)} removed" if written or removed
                                     else unchanged)
+
+
+def view_line(view) -> list[str]:
+    """Which upstream commit the verb judged, and how fresh that view is (fresh.View)."""
+    return [f"upstream: {view.said()}"] if view is not None else []
