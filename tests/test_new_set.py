@@ -1,8 +1,8 @@
 """make new-set (#33 item 6): a set for a new release, started from an existing one. On the
-miniature's rc26 variant (a release branch from v1.3.0rc25 that took the stacked copy's
-backport as one squash commit, tagged v1.3.0rc26), new-set FROM=rc25 leaves that backport out,
-naming the commit as radar finds it (recorded as Applied-Upstream under retired:), and carries
-19514; all or nothing."""
+miniature's rc26 variant (a release branch from v1.3.0rc25 that took PR 19450 as one squash
+commit, tagged v1.3.0rc26), new-set FROM=rc25 of a set carrying 19450 under 19514 leaves 19450
+out, naming the commit as radar finds it (recorded as Applied-Upstream under retired:), and
+carries 19514; all or nothing."""
 from __future__ import annotations
 
 import re
@@ -10,21 +10,26 @@ import shutil
 
 import pytest
 
-from helpers import ROOT, sh, state_of, tiered
+from helpers import ROOT, copy_project, sh, state_of, tiered
 from patchkit import miniature, patchset
+from patchkit.backport import command as backport
 from patchkit.cli import main
-from stacks import STACK_PR
 
 GITHUB = "https://github.com/NVIDIA/TensorRT-LLM"
 
 
+PULL = "19450"  # the pull request the miniature's release branch took (manifest.yaml, variant rc26)
+
+
 @pytest.fixture
-def rc26(stack_template, tmp_path):
-    """(the stacked project's copy, the miniature with its rc26 release branch)."""
-    root = tmp_path / "root"
-    shutil.copytree(stack_template, root)
+def rc26(tmp_path):
+    """(a copy of the project whose rc25 carries 19450 under 19514, by make backport's own code;
+    the miniature with its rc26 release branch)."""
+    root = copy_project(tmp_path / "root")
     up = tmp_path / "upstream"
     miniature.build(ROOT, up, "rc26")
+    backport.backport(patchset.load(root, "rc25"), root=root, src=tmp_path / "rc25", url=up.as_uri(), pr=PULL,
+                      today="2026-12-02")
     return root, up
 
 
@@ -35,8 +40,8 @@ def test_a_set_for_a_new_tag_leaves_out_the_fix_it_has_and_carries_ours(rc26, ca
     out = capsys.readouterr().out
     assert code == 0, out
     squash = sh("git", "-C", up, "rev-parse", "v1.3.0rc26").stdout.strip()
-    assert f"rc26: a new set on v1.3.0rc26 ({squash[:12]}) from rc25: carries 19514; leaves out {STACK_PR}" in out
-    assert f"  {STACK_PR} is in v1.3.0rc26 already: {GITHUB}/commit/{squash}" in out
+    assert f"rc26: a new set on v1.3.0rc26 ({squash[:12]}) from rc25: carries 19514; leaves out {PULL}" in out
+    assert f"  {PULL} is in v1.3.0rc26 already: {GITHUB}/commit/{squash}" in out
     ps = patchset.load(root, "rc26")
     assert (ps.upstream.ref, ps.upstream.base, ps.branch) == ("v1.3.0rc26", "", "overlay/rc26")
     assert ps.container.base.endswith("release:1.3.0rc26") and ps.waivers is not None
@@ -45,7 +50,7 @@ def test_a_set_for_a_new_tag_leaves_out_the_fix_it_has_and_carries_ours(rc26, ca
     unnumbered = lambda p: re.sub(rb"\[PATCH[^\]]*\]", b"", p.file.read_bytes(), count=1)  # noqa: E731
     assert [unnumbered(p) for p in ps.patches] == [unnumbered(p) for p in ours.patches]  # carried as they were
     meta = (root / "patches" / "rc26" / "patchset.yaml").read_text()
-    assert f"retired:\n  - id: '{STACK_PR}'" in meta and f"applied_upstream: {GITHUB}/commit/{squash}" in meta
+    assert f"retired:\n  - id: '{PULL}'" in meta and f"applied_upstream: {GITHUB}/commit/{squash}" in meta
     assert {p.name: p.read_bytes() for p in (root / "patches" / "rc25").iterdir()} == rc25  # FROM as it was
     src = root / "build" / "trtllm-rc26"
     assert main(["--root", str(root), "check", "--src", str(src), "--target", "rc26"]) == 0

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, sh
+from helpers import ROOT, copy_project, sh
 from patchkit import apply as apply_mod, miniature, patchset
+from patchkit.backport import command as backport
 from robust.faults import Injector, defects, judge, look, sample
 from test_stack_verbs import commit_a_fix
 from stacks import STACK_PR
@@ -31,12 +32,16 @@ class Sweep:
 
     def __init__(self, tmp: Path, stack_template: Path, upstream: Path, variant: str | None = None) -> None:
         self.tmp, self.root = tmp, tmp / "root"
-        shutil.copytree(stack_template, self.root)
         self.shipped = tmp / "shipped"
-        shutil.copytree(self.root, self.shipped)
-        if variant:
+        if not variant:
+            shutil.copytree(stack_template, self.root)
+        else:  # new-set: the project's rc25 with 19450, which the rc26 release branch took (test_new_set.py)
+            copy_project(self.root)
             upstream = tmp / f"upstream-{variant}"
             miniature.build(ROOT, upstream, variant)
+            backport.backport(patchset.load(self.root, "rc25"), root=self.root, src=tmp / "rc25", url=upstream.as_uri(),
+                              pr="19450", today="2026-12-02")
+        shutil.copytree(self.root, self.shipped)
         self.template = tmp / "template"
         sh("git", "clone", "-q", upstream.as_uri(), self.template)
         apply_mod.apply(patchset.load(self.root, "rc25"), src=self.template)
