@@ -224,3 +224,31 @@ def test_a_branch_with_the_users_commits_is_never_rebuilt(checkout, tmp_path, ca
     keep = re.search(r"\((git -C .+ branch -m overlay/main overlay/main-mine)\)", err).group(1)
     assert state_of(checkout) == before
     assert sh(*shlex.split(keep)).returncode == 0
+
+
+@pytest.mark.slow  # make test keeps the rebuild under THREEWAY=1 (radar's refresh line) above
+def test_radars_rework_line_runs_as_printed_over_last_weeks_branch(upstream, tmp_path):
+    """radar's way on for a conflict, `make apply ... THREEWAY=keep`, run as printed where last
+    week's apply left overlay/main: the branch is rebuilt into the session; abandoning it as
+    printed goes back past both, to where the first apply started."""
+    clone = tmp_path / "clone"
+    sh("git", "clone", "-q", upstream.as_uri(), clone)
+    root = copy_root(tmp_path)
+    env = make_env(root, tmp_path)
+    start = sh("git", "-C", clone, "rev-parse", "HEAD").stdout.strip()
+    assert run_line(f"make -s apply TRTLLM=main TRTLLM_SRC={clone}", env).returncode == 0
+    upstream_moves(upstream, REWRITE, LATER)
+    sh("git", "-C", clone, "fetch", "-q")
+    radar = run_line(f"make -s radar TRTLLM=main TRTLLM_SRC={clone}", env)
+    assert radar.returncode == 2 and "3-way does not merge it either" in radar.stdout, radar.stdout
+    [line] = hints(radar.stdout)
+    assert line == f"make apply TRTLLM=main TRTLLM_SRC={clone} THREEWAY=keep"
+    kept = run_line(line, env)
+    assert kept.returncode == 2 and "rebuilt: overlay/main was apply's own" in kept.stdout, kept.stdout + kept.stderr
+    assert sh("git", "-C", clone, "status", "--porcelain").stdout == f"UU {UTIL}\n"
+    _finish, abandon = hints(kept.stdout)
+    assert run_line(abandon, env).returncode == 0
+    assert sh("git", "-C", clone, "symbolic-ref", "--short", "HEAD").stdout.strip() == "main"
+    assert sh("git", "-C", clone, "rev-parse", "HEAD").stdout.strip() == start
+    assert sh("git", "-C", clone, "status", "--porcelain").stdout == ""
+    assert sh("git", "-C", clone, "rev-parse", "-q", "--verify", "overlay/main", check=False).returncode == 1
