@@ -122,7 +122,15 @@ def test_abandoning_as_printed_leaves_the_checkout_as_it_was(upstream, tmp_path,
     clone = conflicting(upstream, tmp_path)
     before = state_of(clone)
     assert main(["--root", str(ROOT), "apply", "--target", "main", "--src", str(clone), "--threeway", "keep"]) == 1
-    _finish, abandon = hints(capsys.readouterr().out)
+    first = capsys.readouterr().out
+    _finish, abandon = hints(first)
+    # THREEWAY=keep again (a rerun after a kill at its very end): the same session, said again,
+    # nothing changed (the exhaustive fault sweep found it refused its own session, exit 3)
+    during = state_of(clone)
+    assert main(["--root", str(ROOT), "apply", "--target", "main", "--src", str(clone), "--threeway", "keep"]) == 1
+    again = capsys.readouterr().out
+    assert "under way on overlay/main" in again and "nothing changed" in again and hints(again) == hints(first)
+    assert f"stopped at patch 1 of {len(patchset.load(ROOT, 'main').patches)} (0001-" in again and state_of(clone) == during
     for argv in (["apply", "--target", "main", "--src", str(clone)], ["unapply", "--target", "main", "--src", str(clone)],
                  ["export", "--target", "main", "--src", str(clone)]):
         during = state_of(clone)

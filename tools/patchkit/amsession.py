@@ -90,6 +90,16 @@ def start(repo: Repo, files: list[Path], names: list[str], base: Sha) -> Session
     return Session(str(repo.path), names[min(at, len(names)) - 1], at, of, conflicted, base, ways_on(repo, conflicted))
 
 
+def resume(repo: Repo, st: dict) -> Session:
+    """The session a 'resolving' record describes, as it is now (THREEWAY=keep run again while
+    it is under way: the same session, said again; nothing changes)."""
+    names, base = st.get("session_patches") or [], st.get("session_base") or ""
+    at, of = repo.am_position()
+    files = repo.unmerged_paths()
+    patch = names[at - 1] if 0 < at <= len(names) else f"patch {at}"
+    return Session(str(repo.path), patch, at, of, files, base, ways_on(repo, files))
+
+
 def ways_on(repo: Repo, files: list[str]) -> list[Hint]:
     """How a session ends: finished (the resolved files added, git am --continue, then make
     export writes the set back) or abandoned (git am --abort, then make unapply)."""

@@ -147,13 +147,14 @@ def _drop_branch(repo: Repo, st: dict, tip: Sha, notes: list[str]) -> None:
                      f"which held it as apply made it")
 
 
-def _state_of_apply(ps: PatchSet, repo: Repo, notes: list[str], doing: str) -> dict | None:
+def _state_of_apply(ps: PatchSet, repo: Repo, notes: list[str], doing: str, keep: bool = False) -> dict | None:
     """This worktree's record of the set's apply, once an interrupted apply or unapply is
-    finished or undone; Conflict while the git am session THREEWAY=keep left is under way."""
+    finished or undone; Conflict while the git am session THREEWAY=keep left is under way
+    (keep: THREEWAY=keep again, of the same set, is let through: it says the session again)."""
     st = read_state(repo, ps.target, notes)
     if st is not None:
         applied.revive(repo, st, notes)
-        if st["phase"] == RESOLVING:
+        if st["phase"] == RESOLVING and not (keep and st["set_hash"] == ps.content_hash):
             amsession.refuse_in_progress(repo, ps.target, st["branch"], doing)
     if st is not None and st["phase"] not in (APPLIED, RESOLVING):
         recover(repo, st, notes)
@@ -164,7 +165,13 @@ def _state_of_apply(ps: PatchSet, repo: Repo, notes: list[str], doing: str) -> d
 def _apply(ps: PatchSet, repo: Repo, cloned: bool, threeway: bool | str, url: str | None = None,
            fetch: bool = True) -> ApplyResult:
     notes: list[str] = []
-    st = _state_of_apply(ps, repo, notes, "apply")
+    st = _state_of_apply(ps, repo, notes, "apply", keep=threeway == KEEP)
+    if st is not None and st["phase"] == RESOLVING and amsession.in_progress(repo, st):
+        # THREEWAY=keep again while the session it left is under way (a rerun after a kill at its
+        # very end, or to see the next steps again): the same session, nothing changed.
+        result = ApplyResult(ps.target, str(repo.path), ps.branch, st["base"], st["base"], st["tip"], cloned, True,
+                             notes=notes, session=amsession.resume(repo, st))
+        return result
     if threeway == KEEP:
         amsession.require_identity(repo)
     require_clean(repo)
@@ -293,6 +300,8 @@ def _install(ps: PatchSet, repo: Repo, st: dict | None, result: ApplyResult, tip
                 session = amsession.start(repo, keep[0], keep[1], keep[2])
                 if session is None:  # git's 3-way merged what ours could not: the series is applied
                     record["tip"] = _with_waiver(ps, repo, result)
+            if session is not None:  # what the session holds, for a THREEWAY=keep run again (amsession.resume)
+                record.update(session_patches=keep[1], session_base=keep[2])
             state.write(repo, ps.target, dict(record, phase=RESOLVING if session else APPLIED))
         except BaseException:
             if keep is not None and repo.am_in_progress():

@@ -23,6 +23,9 @@ def apply_result(r) -> str:
     if getattr(r, "checked_out_again", False):
         return "\n".join([f"{r.target}: branch {r.branch} ({r.tip[:12]}) was already built; checked it out again "
                           f"in {r.checkout}", *found])
+    if r.already_applied and r.session is not None:
+        return "\n".join([f"{r.target}: the git am -3 session an earlier make apply THREEWAY=keep left is under way "
+                          f"on {r.branch} in {r.checkout}; nothing changed", *found, *session_lines(r.session)])
     if r.already_applied:
         return "\n".join([f"{r.target}: already applied on branch {r.branch} ({r.tip[:12]}) in {r.checkout}; "
                           f"nothing changed", *found])
