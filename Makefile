@@ -48,13 +48,18 @@ TITLE      ?=
 FROM       ?=
 REF        ?=
 NAME       ?=
+# make wheel (and make container, make delta MODE=container where a fix needs a wheel build)
+WHEEL_BUILD ?=
+CUDA_ARCHS ?=
+JOBS       ?=
+DEVEL      ?=
 # make test and make test-slow: N names the N slowest cases with their times (pytest's
 # --durations); .ci/run sets it, a developer's loop stays short without it.
 DURATIONS  ?=
 
 # Variables reach the CLI through the environment ("$$VAR"), never pasted into the shell line:
 # BRANCH='x;touch /tmp/p' or SIGNOFF with quotes, backticks or $$(...) stays one argument.
-export AUTHOR BASE BRANCH BUILD BUILDER DEST FETCH FIX FIXID FORK GPU_RUNNER MODE NOTES REGISTRY REPORT REPORTS SIGNOFF SINCE THREEWAY TLS_VERIFY TRTLLM TRTLLM_SRC TRTLLM_URL UNTIL VARIANT PR COMMIT BEFORE AFTER SECTION DURATIONS BUG TITLE FROM REF NAME
+export AUTHOR BASE BRANCH BUILD BUILDER DEST FETCH FIX FIXID FORK GPU_RUNNER MODE NOTES REGISTRY REPORT REPORTS SIGNOFF SINCE THREEWAY TLS_VERIFY TRTLLM TRTLLM_SRC TRTLLM_URL UNTIL VARIANT PR COMMIT BEFORE AFTER SECTION DURATIONS BUG TITLE FROM REF NAME WHEEL_BUILD CUDA_ARCHS JOBS DEVEL
 
 # A variable with a value reaches the CLI as its flag when the user gave it (on make's command
 # line, even empty: make drops leading blanks, so GPU_RUNNER=' ' is empty to make) or it holds
@@ -62,7 +67,7 @@ export AUTHOR BASE BRANCH BUILD BUILDER DEST FETCH FIX FIXID FORK GPU_RUNNER MOD
 # --gpu-runner '' (#24 item 6: make workflow GPU_RUNNER=' ' used the default runners without a word).
 given = $(if $(or $(filter command line,$(origin $(1))),$(strip $($(1)))),$(2)="$$$(1)")
 
-.PHONY: help setup demo test test-slow docs lint apply unapply check radar backport new-fix drop move new-set miniature targets bench delta waivers pr dco export check-export container container-push workflow summary
+.PHONY: help setup demo test test-slow docs lint apply unapply check radar backport new-fix drop move new-set miniature targets bench delta waivers pr dco export check-export wheel container container-push workflow summary
 help: ; @awk -F ":.*## " '/^[a-z-]+:.*## /{printf "  %-15s %s\n", $$1, $$2}' $(MAKEFILE_LIST) ## list the commands, one line each (docs/ says more)
 setup: $(SETUP) $(HOOKS) ## make the virtual environment in .venv, install patchkit into it, fetch the hook tools' wheels
 # What make demo and every command need, and nothing else (#27 item 5): patchkit and its
@@ -108,6 +113,7 @@ pr: $(SETUP) $(HOOKS) ; $(PATCHKIT) pr --target="$$TRTLLM" --src="$$TRTLLM_SRC" 
 dco: $(SETUP) ; $(PATCHKIT) dco --src="$$TRTLLM_SRC" --branch="$$BRANCH" $(if $(FIX),--fix) $(call given,SIGNOFF,--signoff) ## check DCO sign-offs on a branch; FIX=1 adds them (BRANCH, TRTLLM_SRC, FIX, SIGNOFF)
 export: $(SETUP) ; $(PATCHKIT) export --target="$$TRTLLM" --src="$$TRTLLM_SRC" --branch="$$BRANCH" ## write a branch back into patches/<set> (TRTLLM, BRANCH, TRTLLM_SRC)
 check-export: $(SETUP) ; $(PATCHKIT) check-export --target="$$TRTLLM" --src="$$TRTLLM_SRC" --branch="$$BRANCH" ## fail when patches/<set> is out of date with the branch (TRTLLM, BRANCH, TRTLLM_SRC)
+wheel: $(SETUP) ; $(PATCHKIT) wheel --target="$$TRTLLM" --src="$$TRTLLM_SRC" --out="$$BUILD/wheel" --cache="$$BUILD/wheel-cache" $(call given,TRTLLM_URL,--url) $(call given,WHEEL_BUILD,--wheel-build) $(call given,CUDA_ARCHS,--cuda-archs) $(call given,JOBS,--jobs) $(call given,BUILDER,--builder) $(call given,DEVEL,--devel) ## the stack's wheel, by upstream's own build (TRTLLM, WHEEL_BUILD, CUDA_ARCHS, JOBS, DEVEL, BUILDER)
 container: $(SETUP) ; $(PATCHKIT) container --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,TRTLLM_URL,--url) $(call given,BASE,--base) $(call given,BUILDER,--builder) ## the patched image of the set's container base (TRTLLM, TRTLLM_SRC, BASE, BUILDER)
 container-push: $(SETUP) ; $(PATCHKIT) container-push --target="$$TRTLLM" --registry="$$REGISTRY" --tls-verify="$$TLS_VERIFY" $(call given,BASE,--base) $(call given,BUILDER,--builder) ## push that image to REGISTRY (TRTLLM, REGISTRY, BASE, BUILDER, TLS_VERIFY)
 workflow: $(SETUP) ; $(PATCHKIT) workflow $(call given,GPU_RUNNER,--gpu-runner) ## render .github/workflows/patchkit.yml from the sets on disk (GPU_RUNNER)

@@ -18,30 +18,9 @@ from pathlib import Path
 import pytest
 
 from helpers import sh
-from wheels import SCRIPT, build_wheel, tree_at
+from wheels import SCRIPT, ask, build_wheel, tree_at
 CPP = "cpp/tensorrt_llm/batch_manager/capacityScheduler.cpp"
 CPP_TEST = "cpp/tests/unit_tests/batch_manager/capacitySchedulerTest.cpp"
-# A request of an encoder fed with features (Whisper): no encoder tokens, 1500 positions.
-ASK = ("import json, sys\nfrom types import SimpleNamespace\n"
-       "import tensorrt_llm._native as native\n"
-       "from tensorrt_llm._torch.pyexecutor.scheduler import needed_cross_blocks\n"
-       "out = {'archs': native.cuda_architectures(), 'tokens': needed_cross_blocks("
-       "SimpleNamespace(encoder_unique_tokens=[7] * 64, encoder_output_len=1500), 32)}\n"
-       "try:\n    out['features'] = needed_cross_blocks(SimpleNamespace(encoder_unique_tokens=None, "
-       "encoder_output_len=1500), 32)\n"
-       "except RuntimeError as exc:\n    out['features'] = 'RuntimeError: ' + str(exc)\n"
-       "print(json.dumps(out))\n")
-
-
-def ask(wheel: Path, where: Path) -> dict:
-    """What the wheel's library answers, unpacked at where and called through its Python side."""
-    with zipfile.ZipFile(wheel) as zf:
-        zf.extractall(where)
-    res = subprocess.run([sys.executable, "-c", ASK], env={"PYTHONPATH": str(where)}, text=True, capture_output=True)
-    assert res.returncode == 0, res.stderr
-    return json.loads(res.stdout)
-
-
 def test_the_tags_wheel_is_built_by_its_own_script_and_its_library_fails_a_whisper_request(miniature_template, tmp_path):
     """v1.3.0rc25's library dereferences the empty encoder tokens: `RuntimeError: bad optional
     access`, as upstream's release does for every default Whisper request."""

@@ -3,8 +3,10 @@ wheel its scripts/build_wheel.py writes there (g++, on this machine), for the te
 a built wheel: the release image's stand-in installs the tag's."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 from helpers import sh
@@ -30,3 +32,24 @@ def build_wheel(tree: Path, work: Path, *flags: str) -> Path:
     assert res.returncode == 0, res.stdout + res.stderr
     [wheel] = dist.glob("*.whl")
     return wheel
+
+
+# A request of an encoder fed with features (Whisper): no encoder tokens, 1500 positions.
+ASK = ("import json, sys\nfrom types import SimpleNamespace\n"
+       "import tensorrt_llm._native as native\n"
+       "from tensorrt_llm._torch.pyexecutor.scheduler import needed_cross_blocks\n"
+       "out = {'archs': native.cuda_architectures(), 'tokens': needed_cross_blocks("
+       "SimpleNamespace(encoder_unique_tokens=[7] * 64, encoder_output_len=1500), 32)}\n"
+       "try:\n    out['features'] = needed_cross_blocks(SimpleNamespace(encoder_unique_tokens=None, "
+       "encoder_output_len=1500), 32)\n"
+       "except RuntimeError as exc:\n    out['features'] = 'RuntimeError: ' + str(exc)\n"
+       "print(json.dumps(out))\n")
+
+
+def ask(wheel: Path, where: Path) -> dict:
+    """What the wheel's library answers, unpacked at where and called through its Python side."""
+    with zipfile.ZipFile(wheel) as zf:
+        zf.extractall(where)
+    res = subprocess.run([sys.executable, "-c", ASK], env={"PYTHONPATH": str(where)}, text=True, capture_output=True)
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)

@@ -44,16 +44,19 @@ class Fence:
         return f"fenced by {NAME} ({WORDS})"
 
     def command(self, argv: Sequence[str], *, cwd: Path, writable: Sequence[Path],
-                env: Mapping[str, str] = {}) -> list[str]:
+                env: Mapping[str, str] = {}, readable: Sequence[Path] = ()) -> list[str]:
         """argv run in cwd inside the fence: writable, the only folders it may change; env, the
-        variables it gets besides PATH and the locale (HOME and TMPDIR are the fence's own)."""
+        variables it gets besides PATH and the locale (HOME and TMPDIR are the fence's own);
+        readable, more folders bound back read-only where they are hidden (the python3 a build
+        runs with, under a hidden home)."""
         hidden = _hidden()
         home = _real(os.environ.get("HOME", ""))
         home = home if home in hidden else "/tmp"  # the user's home, hidden and empty; else the fresh /tmp
         out = [self.bwrap, *_ISOLATE, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         for h in hidden:
             out += ["--tmpfs", h]
-        for p in _readable(hidden):
+        for p in [*_readable(hidden), *(r for r in map(_real, map(str, readable))
+                                          if r and any(r == h or r.startswith(h + "/") for h in hidden))]:
             out += ["--ro-bind-try", p, p]
         for w in writable:
             real = str(Path(w).resolve())

@@ -128,6 +128,8 @@ class Container:
     base: str
     site_packages: str
     package: str = "tensorrt_llm"
+    devel: str = ""  # the devel image a wheel is built in (make wheel), as upstream's release is
+    cuda_archs: str = ""  # the CUDA architectures the wheel is built for (CUDA_ARCHS' default)
 
 
 @dataclass(frozen=True)

@@ -67,7 +67,8 @@ FIX_SCHEMA = S.record({
 _TARGET_FIELDS = {
     "upstream": S.record({"url": S.string(), "ref": S.string(), "base": S.optional(S.string(), "")}),
     "branch": S.optional(S.string()),
-    "container": S.record({"base": S.string(), "site_packages": S.string(), "package": S.optional(S.string(), "tensorrt_llm")}),
+    "container": S.record({"base": S.string(), "site_packages": S.string(), "package": S.optional(S.string(), "tensorrt_llm"),
+                           "devel": S.optional(S.string(), ""), "cuda_archs": S.optional(S.string(), "")}),
     "extra_paths": S.optional(S.list_of(S.rel_path()), []),
     # Fixes the set from which make new-set made this one carried, and this one's ref has:
     # where upstream has them (DEP-3 Applied-Upstream), as radar found it.
@@ -136,7 +137,8 @@ def load(root: Path, target: str, *, filing: bool = True) -> PatchSet:
         branch=branch,
         fixes=fixes,
         container=Container(base=container["base"], site_packages=container["site_packages"],
-                            package=container["package"]),
+                            package=container["package"], devel=container["devel"],
+                            cuda_archs=container["cuda_archs"]),
         waivers=_load_waiver_intent(root, target),
         extra_paths=tuple(meta["extra_paths"]),
     )

@@ -1,6 +1,7 @@
 """The one subprocess chokepoint: every external command in this package runs through run()."""
 from __future__ import annotations
 
+import collections
 import contextlib
 import logging
 import os
@@ -61,6 +62,34 @@ def run(
     if check and proc.returncode != 0:
         raise CommandError(argv, proc.returncode, result.stdout, result.stderr, None if cwd is None else str(cwd))
     return result
+
+
+def run_lines(cmd: Sequence[str], on_line: Callable[[str], None], *, cwd: str | os.PathLike | None = None,
+              env: Mapping[str, str] | None = None, keep: int = 400) -> Result:
+    """Run cmd (never through a shell), its stdout and stderr merged and handed to on_line a line
+    at a time as it comes (a build's progress); the last `keep` lines are the Result's stdout.
+    Never raises on cmd's exit code. An exception here (Ctrl-C) kills cmd before it goes on: a
+    build left running would go on writing into the tree the next run builds in."""
+    argv = [str(c) for c in cmd]
+    log.debug("run (lines): %s (cwd=%s)", " ".join(argv), cwd)
+    try:
+        p = subprocess.Popen(argv, cwd=None if cwd is None else str(cwd), env=None if env is None else dict(env),
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             encoding="utf-8", errors="replace", bufsize=1)
+    except FileNotFoundError as exc:
+        raise ToolMissing(f"{argv[0]} is not installed or not on PATH") from exc
+    tail: collections.deque[str] = collections.deque(maxlen=keep)
+    try:
+        assert p.stdout is not None
+        for line in p.stdout:
+            tail.append(line)
+            on_line(line)
+        code = p.wait()
+    except BaseException:
+        p.kill()
+        p.wait()
+        raise
+    return Result(tuple(argv), code, "".join(tail), "")
 
 
 def run_many(cmds: Sequence[tuple[Sequence[str], str | os.PathLike | None]],

@@ -13,9 +13,10 @@ from ..pr import text as pr_text
 from ..waives import text as waivers_text
 from . import parser
 from .runs import (_apply, _backport, _described, _bench, _bench_text, _check, _container, _dco, _delta, _demo, _export, _lint, _miniature, _miniature_text, _new_fix, _new_set,
-                   _pr, _push, _reorder, _radar, _radar_text, _summary, _targets, _unapply, _waivers, _workflow)
-from .table import (BASE, BRANCH, BUILDER, FIX_ID, NO_FETCH, REGISTRY, REPORT, SIGNOFF, SRC, SRC_REQUIRED, TARGET, URL, WORKDIR,
-                    Command, _mismatch_unless, arg)
+                   _pr, _push, _reorder, _radar, _radar_text, _summary, _targets, _unapply, _waivers, _wheel, _wheel_text,
+                   _workflow)
+from .table import (BASE, BRANCH, BUILDER, CUDA_ARCHS, FIX_ID, JOBS, NO_FETCH, REGISTRY, REPORT, SIGNOFF, SRC, SRC_REQUIRED,
+                    TARGET, URL, WHEEL_BUILD, WORKDIR, Command, _mismatch_unless, arg)
 
 COMMANDS: dict[str, Command] = {c.name: c for c in (
     Command("apply", "apply a patch set's series as commits on its branch (all or nothing)",
@@ -128,6 +129,14 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
             _export(True), pr_text.export_result,
             "make check-export TRTLLM=main\npatchkit check-export --target main --src build/trtllm-main",
             lambda res: _mismatch_unless(res.up_to_date)),
+    Command("wheel", "build the wheel of the set's stack with upstream's own build at its ref (in the set's devel "
+            "image, or on this machine)",
+            (TARGET, SRC, URL, WHEEL_BUILD, CUDA_ARCHS, JOBS, BUILDER,
+             arg("--devel", "DEVEL", "the devel image to build in (default: the set's container.devel)"),
+             arg("--out", None, "where <target>/ with the wheel and wheel.json goes (default: build/wheel)", type=Path),
+             arg("--cache", None, "the build trees and compiler caches (default: build/wheel-cache)", type=Path)),
+            _wheel, _wheel_text,
+            "make wheel TRTLLM=rc25 CUDA_ARCHS=120-real\npatchkit wheel --target rc25 --src build/trtllm-rc25 --cuda-archs 120-real"),
     Command("container", "build the patched image of the set's container base",
             (TARGET, SRC, URL, BASE, BUILDER,
              arg("--context", None, "where to render the build context (default: build/container/<target>)", type=Path)),

@@ -157,6 +157,20 @@ def _container(root, args):
                             base=args.base, builder_name=args.builder)
 
 
+def _wheel(root, args):
+    from ..wheel import command as wheel_cmd
+    ps = _set(root, args)
+    return wheel_cmd.wheel(ps, root=root, src=_src(root, ps, args), url=args.url,
+                           out=(args.out or root / "build" / "wheel").resolve(),
+                           cache=(args.cache or root / "build" / "wheel-cache").resolve(), where=args.wheel_build,
+                           archs=args.cuda_archs, jobs=args.jobs, builder_name=args.builder, devel=args.devel)
+
+
+def _wheel_text(res) -> str:
+    from ..wheel import command as wheel_cmd
+    return wheel_cmd.describe(res)
+
+
 def _push(root, args):
     from ..container import build as cbuild
     return cbuild.push(_set(root, args), base=args.base, registry=args.registry, builder_name=args.builder,

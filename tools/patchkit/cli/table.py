@@ -46,6 +46,13 @@ FIX_ID = arg("--fix-id", "FIXID", "one fix of the set's stack, by its id (e.g. 1
 # FETCH=0 does not.
 NO_FETCH = arg("--no-fetch", "FETCH", "judge the set's ref as the checkout has it: no fetch first (make: FETCH=0)",
                action="store_true")
+# How make wheel builds, and make container and make delta MODE=container where a fix needs a wheel.
+WHEEL_BUILD = arg("--wheel-build", "WHEEL_BUILD", "image: in the set's devel image (the default where a builder works); "
+                  "host: on this machine", choices=("image", "host"))
+CUDA_ARCHS = arg("--cuda-archs", "CUDA_ARCHS", "the CUDA architectures the wheel is built for, e.g. 120-real "
+                 "(default: the set's container.cuda_archs)")
+JOBS = arg("--jobs", "JOBS", "parallel compile jobs (default: from the memory the build may use; see make wheel)",
+           type=int)
 WORKDIR = arg("--workdir", None, "where to work (make: $(BUILD)/<target>)", type=Path, required=True)
 
 

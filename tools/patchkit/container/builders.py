@@ -14,6 +14,7 @@ import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Callable
 from typing import Protocol
 
 from .. import proc
@@ -56,8 +57,9 @@ class Builder(Protocol):
     def inspect(self, image: str) -> Image | None: ...  # None: not in the local store
     def pull(self, image: str) -> None: ...
     def push(self, name: str, dest: str, tls_verify: bool) -> None: ...
-    def run(self, image: str, argv: list[str], *, mounts: list[Mount], workdir: str,
-            env: dict[str, str]) -> proc.Result: ...  # never raises on argv's own exit code
+    def run(self, image: str, argv: list[str], *, mounts: list[Mount], workdir: str, env: dict[str, str],
+            on_line: Callable[[str], None] | None = None,
+            offline: bool = False) -> proc.Result: ...  # never raises on argv's own exit code
 
 
 _ERROR = re.compile(r"^(?:Error(?: response from daemon)?|error|ERROR|ERRO\[\d+\]|FATA\[\d+\]):?\s+(.*)$")
@@ -158,9 +160,12 @@ class DockerLike(_Cli):
         return [self.name, "run", "--rm", "--network=none", *(a for m in mounts for a in ("-v", m.spec())),
                 "-w", workdir, *(a for k, v in env.items() for a in ("-e", f"{k}={v}")), image, *argv]
 
-    def run(self, image: str, argv: list[str], *, mounts: list[Mount], workdir: str,
-            env: dict[str, str]) -> proc.Result:
-        return proc.run(self.run_command(image, argv, mounts=mounts, workdir=workdir, env=env), check=False)
+    def run(self, image: str, argv: list[str], *, mounts: list[Mount], workdir: str, env: dict[str, str],
+            on_line: Callable[[str], None] | None = None, offline: bool = False) -> proc.Result:
+        """argv in the image (never with network: run_command says --network=none); with
+        on_line, its output a line at a time as it comes (stdout and stderr merged)."""
+        cmd = self.run_command(image, argv, mounts=mounts, workdir=workdir, env=env)
+        return proc.run_lines(cmd, on_line) if on_line else proc.run(cmd, check=False)
 
 
 class Buildah(_Cli):
@@ -186,10 +191,12 @@ class Buildah(_Cli):
         except CommandError as exc:
             raise NotFound(f"push to {dest} failed: {reason(exc)}") from exc
 
-    def run(self, image: str, argv: list[str], *, mounts: list[Mount], workdir: str,
-            env: dict[str, str]) -> proc.Result:
+    def run(self, image: str, argv: list[str], *, mounts: list[Mount], workdir: str, env: dict[str, str],
+            on_line: Callable[[str], None] | None = None, offline: bool = False) -> proc.Result:
         """`buildah from` + `buildah run` (chroot isolation, so no daemon and no network
-        namespace: chroot cannot give one, and the tests need none) + `buildah rm`."""
+        namespace: chroot cannot give one) + `buildah rm`. offline: buildah runs in a network
+        namespace of its own (unshare --net: root only; see wheel/place.py), so argv has no
+        network. on_line: argv's output a line at a time as it comes (stdout and stderr merged)."""
         try:
             ctr = self._run("from", "--pull=never", "-q", image).stdout.strip()
         except CommandError as exc:
@@ -198,9 +205,10 @@ class Buildah(_Cli):
             missing = self._not_found(ctr, image, argv[0])
             if missing:
                 return proc.Result(("buildah", "run", ctr, "--", *argv), 127, "", missing)
-            res = proc.run(["buildah", "run", "--isolation", "chroot", *(a for m in mounts for a in ("-v", m.spec())),
-                            "--workingdir", workdir, *(a for k, v in env.items() for a in ("--env", f"{k}={v}")),
-                            ctr, "--", *argv], check=False)
+            cmd = [*(["unshare", "--net", "--"] if offline else []), "buildah", "run", "--isolation", "chroot",
+                   *(a for m in mounts for a in ("-v", m.spec())), "--workingdir", workdir,
+                   *(a for k, v in env.items() for a in ("--env", f"{k}={v}")), ctr, "--", *argv]
+            res = proc.run_lines(cmd, on_line) if on_line else proc.run(cmd, check=False)
             # buildah's own epilogue ("subprocess exited with status 1", "Error: exit status 1")
             # says nothing the exit code does not; what the process said is what counts.
             said = [_EXITED.sub("", ln).rstrip() for ln in res.stderr.splitlines() if not _EXIT_STATUS.match(ln.strip())]

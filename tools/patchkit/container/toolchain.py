@@ -117,6 +117,10 @@ def install(rootfs: Path) -> list[str]:
     for pkg in pkgs:
         for path in files_of(pkg):
             _copy(path, rootfs, done)
+    for program in PROGRAMS:  # c++ and cc are the alternatives system's links, in no package's list
+        found = shutil.which(program)
+        if found:
+            _copy(found, rootfs, done)
     elf = [rootfs / p.lstrip("/") for p in done if os.path.isfile(p) and not os.path.islink(p) and os.access(p, os.X_OK)]
     for lib in runtime.shared_libraries([f for f in elf if f.is_file()]):
         _copy(lib, rootfs, done)

@@ -107,6 +107,11 @@ class ObjectsMixin:
         want = set(paths)
         return {name: (mode, typ, sha) for mode, typ, sha, name in self._ls(rev, want, "-t") if name in want}
 
+    def tree_files(self, rev: str) -> dict[str, tuple[str, str]]:
+        """path -> (mode, id) of every file, link and submodule of rev's whole tree, from trees
+        only (nothing is fetched): what a full checkout of rev holds."""
+        return {name: (mode, sha) for mode, _typ, sha, name in self._ls(rev, None, "-r")}
+
     def ls_below(self, rev: str, folders: Iterable[str]) -> dict[str, tuple[str, str, str]]:
         """path -> (mode, type, id) at rev of every file, link and submodule under folders."""
         return {name: (mode, typ, sha) for mode, typ, sha, name in self._ls(rev, folders, "-r")}
