@@ -279,3 +279,15 @@ def test_the_cli_says_a_conflict_in_one_line_and_exits_3(tmp_path, checkout, cap
     out, err = capsys.readouterr()
     assert code == 3 and err.count("\n") == 1 and "_util.py hunk #1" in err and "expected (-) beside found" in out
     assert f"radar --target main --src {checkout}" in err
+
+
+def test_make_backport_of_a_cpp_change_ends_saying_the_set_needs_a_wheel_build(tmp_path, checkout):
+    """#32 item 4: a change compiled into the wheel (19450: the C++ guard) says so at once, its
+    last line the make wheel line in the user's words."""
+    root = copy_root(tmp_path)
+    res = sh("make", "-s", "-C", ROOT, "SETUP=", f"PATCHKIT={sys.executable} -m patchkit --root {root}",
+             "TRTLLM=rc25", f"TRTLLM_SRC={checkout}", "PR=19450", "backport", check=False)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines()[-1] == (
+        f"run: make wheel TRTLLM=rc25 TRTLLM_SRC={checkout} (rc25 now needs a wheel build: fix 19450 changes {CPP}, "
+        "which is compiled into the wheel; make container builds it when missing)")

@@ -130,7 +130,13 @@ def test_check_groups_patches_by_fix_and_says_which_needs_a_wheel_build(miniatur
     assert rows == [(f.id, f.kind, p.name) for f in ps.fixes for p in f.patches]
     cpp_patch = ps.fix("19450").patches[0].name
     [line] = [ln for ln in out.splitlines() if "needs a wheel build" in ln]
-    assert line.startswith(f"rc25: fix 19450 needs a wheel build: {cpp_patch} changes {CPP}")
+    assert line == (f"rc25: fix 19450 needs a wheel build: {cpp_patch} changes {CPP} (compiled into the wheel: make "
+                    "wheel TRTLLM=rc25 builds it, make container carries it)")
+    # make targets names it too (#32 item 4)
+    assert main(["--root", str(root), "targets"]) == 0
+    said = capsys.readouterr().out
+    assert f"      needs a wheel build: it changes {CPP} (make wheel, then make container)" in said.splitlines()
+    assert said.count("needs a wheel build") == 1  # 19450's alone: our fix changes Python
 
 
 def test_container_refuses_a_fix_that_needs_a_wheel_build_and_builds_nothing(miniature_template, tmp_path, capsys):

@@ -22,7 +22,7 @@ def check_results(results) -> str:
         drifts += [drift_report([o]) for o in r.outcomes if o.status == "conflict" and o.drift]
         drifts += [f"{r.target}: fix {f.id} needs a wheel build: " + "; ".join(
             f"{name} changes {', '.join(files)}" for name, files in f.wheel.items())
-            + "; make container cannot lay that over the installed package (a wheel built from the patched tree would carry it)"
+            + f" (compiled into the wheel: make wheel TRTLLM={r.target} builds it, make container carries it)"
             for f in r.fixes if f.needs_wheel_build]
         if r.upstream_fix is not None:
             fx = r.upstream_fix

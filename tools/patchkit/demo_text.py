@@ -73,7 +73,8 @@ def _backport_said(r) -> str:
                                                      f"{_counts(e['unpatched'])} -> {_counts(e['patched'])}")
                       for t, e in r.expected.items())
     return (f"{r.fix} ({how}) carried {r.placed} in the demo's copy of patches/{r.target}"
-            + (f"; without it -> with the stack: {tests}" if tests else ""))
+            + (f"; without it -> with the stack: {tests}" if tests else "")
+            + (f"; {r.target} now needs a wheel build (it changes {', '.join(r.wheel)}): make wheel" if r.wheel else ""))
 
 
 def _counts(c: dict) -> str:

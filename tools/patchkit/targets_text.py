@@ -25,6 +25,13 @@ def _expected(fix) -> list[str]:
     return [f"expected delta ({', '.join(m)}): {said}" for said, m in modes.items()] or ["expected delta: none declared"]
 
 
+def _wheel(ps, fix) -> list[str]:
+    """A fix that changes what the wheel is built from (cpp/, CMake, ...) needs a wheel build."""
+    from .stack import wheel_files
+    files = [f for _p, fs in wheel_files(ps, fix) for f in fs]
+    return [f"needs a wheel build: it changes {', '.join(files)} (make wheel, then make container)"] if files else []
+
+
 def targets(sets) -> str:
     """The sets as a table, then what each carries: each fix's title, bug and expected delta (#27 item 4)."""
     out = [table([(s.target, s.upstream.ref, len(s.patches), s.branch) for s in sets],
@@ -34,5 +41,5 @@ def targets(sets) -> str:
         for f in s.fixes:
             pad = " " * (len(s.target) + 2)
             out += [f"{s.target}  fix {f.id}: {f.title}", f"{pad}bug: {f.bug}",
-                    *(pad + line for line in _expected(f))]
+                    *(pad + line for line in _expected(f)), *(pad + line for line in _wheel(s, f))]
     return "\n".join(out)

@@ -56,6 +56,7 @@ class BackportResult:
     removed: list[str] = field(default_factory=list)
     range_diff: str = ""  # a replaced fix: git range-diff of its old patches against the new
     view: fresh.View | None = None  # the upstream commit judged, and how fresh that view is
+    wheel: list[str] = field(default_factory=list)  # what the wheel is built from that the fix changes (cpp/, ...)
 
     @property
     def changed(self) -> bool:
@@ -63,11 +64,17 @@ class BackportResult:
 
     @property
     def hints(self) -> list[Hint]:
-        """Tests make backport would not run unfenced: make delta measures them, when asked."""
-        if not self.unfenced:
-            return []
-        return [Hint("delta", (("target", self.target), ("mode", "source"), ("fix_id", self.fix)),
-                     "measures its tests: without a fence they run with your network and home")]
+        """Tests make backport would not run unfenced: make delta measures them, when asked; and
+        last, a change that is compiled: the set now needs a wheel build (#32 item 4)."""
+        out = []
+        if self.unfenced:
+            out.append(Hint("delta", (("target", self.target), ("mode", "source"), ("fix_id", self.fix)),
+                            "measures its tests: without a fence they run with your network and home"))
+        if self.wheel and self.changed:
+            out.append(Hint("wheel", (("target", self.target),),
+                            f"{self.target} now needs a wheel build: fix {self.fix} changes {', '.join(self.wheel)}, "
+                            "which is compiled into the wheel; make container builds it when missing"))
+        return out
 
 
 def backport(ps: PatchSet, *, root: Path, src: Path, url: str | None = None, pr: str | None = None,
@@ -113,6 +120,7 @@ def _backport(ps: PatchSet, repo: Repo, edit: SetEdit, pr: str | None, commit: s
                   Status("not-needed", ch.commit_url or None), Tests(tests), {},
                   upstream_commits=ch.commits, upstream_base=ch.base)
         new = replace(ps, fixes=stack.insert(ps, fix, before=before, after=after))
+        result.wheel = [f for _p, files in stack.wheel_files(new, fix) for f in files]
         result.placed = _placed(new, fix)
         refuse_symlinked_paths(repo, target, new)
         bases = onref.bases(new)
