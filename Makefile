@@ -36,6 +36,7 @@ TLS_VERIFY ?= true
 SINCE      ?=
 UNTIL      ?=
 GPU_RUNNER ?=
+BUILD_RUNNER ?=
 REPORTS    ?=
 PR         ?=
 COMMIT     ?=
@@ -59,7 +60,7 @@ DURATIONS  ?=
 
 # Variables reach the CLI through the environment ("$$VAR"), never pasted into the shell line:
 # BRANCH='x;touch /tmp/p' or SIGNOFF with quotes, backticks or $$(...) stays one argument.
-export AUTHOR BASE BRANCH BUILD BUILDER DEST FETCH FIX FIXID FORK GPU_RUNNER MODE NOTES REGISTRY REPORT REPORTS SIGNOFF SINCE THREEWAY TLS_VERIFY TRTLLM TRTLLM_SRC TRTLLM_URL UNTIL VARIANT PR COMMIT BEFORE AFTER SECTION DURATIONS BUG TITLE FROM REF NAME WHEEL_BUILD CUDA_ARCHS JOBS DEVEL
+export AUTHOR BASE BRANCH BUILD BUILDER BUILD_RUNNER DEST FETCH FIX FIXID FORK GPU_RUNNER MODE NOTES REGISTRY REPORT REPORTS SIGNOFF SINCE THREEWAY TLS_VERIFY TRTLLM TRTLLM_SRC TRTLLM_URL UNTIL VARIANT PR COMMIT BEFORE AFTER SECTION DURATIONS BUG TITLE FROM REF NAME WHEEL_BUILD CUDA_ARCHS JOBS DEVEL
 
 # A variable with a value reaches the CLI as its flag when the user gave it (on make's command
 # line, even empty: make drops leading blanks, so GPU_RUNNER=' ' is empty to make) or it holds
@@ -116,5 +117,5 @@ check-export: $(SETUP) ; $(PATCHKIT) check-export --target="$$TRTLLM" --src="$$T
 wheel: $(SETUP) ; $(PATCHKIT) wheel --target="$$TRTLLM" --src="$$TRTLLM_SRC" --out="$$BUILD/wheel" --cache="$$BUILD/wheel-cache" $(call given,TRTLLM_URL,--url) $(call given,WHEEL_BUILD,--wheel-build) $(call given,CUDA_ARCHS,--cuda-archs) $(call given,JOBS,--jobs) $(call given,BUILDER,--builder) $(call given,DEVEL,--devel) ## the stack's wheel, by upstream's own build (TRTLLM, WHEEL_BUILD, CUDA_ARCHS, JOBS, DEVEL, BUILDER)
 container: $(SETUP) ; $(PATCHKIT) container --target="$$TRTLLM" --src="$$TRTLLM_SRC" $(call given,TRTLLM_URL,--url) $(call given,BASE,--base) $(call given,BUILDER,--builder) ## the patched image of the set's container base (TRTLLM, TRTLLM_SRC, BASE, BUILDER)
 container-push: $(SETUP) ; $(PATCHKIT) container-push --target="$$TRTLLM" --registry="$$REGISTRY" --tls-verify="$$TLS_VERIFY" $(call given,BASE,--base) $(call given,BUILDER,--builder) ## push that image to REGISTRY (TRTLLM, REGISTRY, BASE, BUILDER, TLS_VERIFY)
-workflow: $(SETUP) ; $(PATCHKIT) workflow $(call given,GPU_RUNNER,--gpu-runner) ## render .github/workflows/patchkit.yml from the sets on disk (GPU_RUNNER)
+workflow: $(SETUP) ; $(PATCHKIT) workflow $(call given,GPU_RUNNER,--gpu-runner) $(call given,BUILD_RUNNER,--build-runner) ## render .github/workflows/patchkit.yml from the sets on disk (GPU_RUNNER, BUILD_RUNNER)
 summary: $(SETUP) ; $(PATCHKIT) summary --reports="$$REPORTS" --out="$$BUILD/summary" ## one table of many delta, lint and radar reports, Markdown and JSON (REPORTS, BUILD)

@@ -14,9 +14,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from patchkit import patchset
 from patchkit.cli import main
 from patchkit.ci import workflow
+from patchkit.wheel.tree import open_tree
 from helpers import ROOT, copy_project, sh
+from stacks import stacked
 
 WORKFLOW = ROOT / ".github" / "workflows" / "patchkit.yml"
 IN_CI = os.environ.get("CI") == "true"
@@ -59,7 +62,7 @@ def makefile_database(root: Path = ROOT) -> tuple[set[str], set[str]]:
 
 def test_the_committed_workflow_is_what_make_workflow_renders():
     """A new set, a changed template or a new make target without `make workflow` fails here."""
-    text, _ = workflow.render(ROOT, workflow.gpu_runner_labels(None))
+    text, _ = workflow.render(ROOT, workflow.runner_labels(None))
     assert WORKFLOW.is_file(), "no .github/workflows/patchkit.yml: run make workflow"
     assert WORKFLOW.read_text() == text, "the workflow is stale: run make workflow and commit it"
     assert main(["--root", str(ROOT), "workflow", "--check"]) == 0
@@ -204,7 +207,9 @@ def test_a_step_is_left_out_while_its_make_target_is_missing(tmp_path):
 
 
 def matrices(text: str) -> dict[str, list[str]]:
-    return {name: job["strategy"]["matrix"]["target"] for name, job in jobs_of(text).items() if "strategy" in job}
+    """Each job's targets: its matrix's target list, or the targets of its include entries."""
+    return {name: job["strategy"]["matrix"].get("target") or [e["target"] for e in job["strategy"]["matrix"]["include"]]
+            for name, job in jobs_of(text).items() if "strategy" in job}
 
 
 def listed_targets(cwd: Path) -> list[str]:
@@ -263,3 +268,65 @@ def test_least_permissions_timeouts_and_concurrency():
     for name, job in data["jobs"].items():
         assert job["permissions"] == {"contents": "read"}, name
         assert 0 < job["timeout-minutes"] <= 180, name
+
+
+def _wheel_project(tmp_path: Path, miniature: Path) -> Path:
+    """A copy of the project whose rc25 carries the miniature's #19450 (a C++ change) beneath our fix."""
+    root = project_copy(tmp_path)
+    stacked(root, "rc25", miniature, tmp_path, pulls=("19450",))
+    return root
+
+
+def test_a_set_that_needs_a_wheel_gets_a_wheel_job_on_the_build_runner(miniature_template, tmp_path, capsys):
+    """#32 item 6: a set whose stack changes C++ gets its wheel built on the large build machine
+    (BUILD_RUNNER), its build trees and compiler cache kept between runs by actions/cache (keyed by
+    the devel image and the architectures), and the wheel handed to the container job."""
+    root = _wheel_project(tmp_path, miniature_template)
+    assert main(["--root", str(root), "workflow", "--build-runner", "self-hosted,linux,big"]) == 0
+    assert "self-hosted runner labels for actionlint: gpu, linux, big" in capsys.readouterr().out
+    text = (root / workflow.OUTPUT).read_text()
+    jobs = jobs_of(text)
+    wheel = jobs["wheel"]
+    assert wheel["runs-on"] == ["self-hosted", "linux", "big"]
+    ps = patchset.load(root, "rc25")  # main's stack is ours alone: no wheel to build
+    assert wheel["strategy"]["matrix"]["include"] == [
+        {"target": "rc25", "devel": ps.container.devel, "archs": ps.container.cuda_archs}]
+    assert [s.get("run") for s in wheel["steps"] if "run" in s] == ["make setup", "make wheel"]
+    # the caches are where make wheel keeps its trees and compiler cache (wheel/tree.py), keyed by
+    # the devel image and the architectures, and restored from the newest of the same key
+    made = open_tree(tmp_path / "build" / "wheel-cache", "rc25", "digest")
+    where = {made.root.parent.relative_to(tmp_path).as_posix(), made.ccache.parent.relative_to(tmp_path).as_posix()}
+    cached = [s["with"] for s in wheel["steps"] if s.get("uses", "").startswith("actions/cache@")]
+    assert {c["path"] for c in cached} == where
+    for c in cached:
+        assert "${{ matrix.devel }}-${{ matrix.archs }}-" in c["key"] and c["key"].startswith(c["restore-keys"])
+    # the wheel goes to the container job as an artifact, for the sets that need one
+    [upload] = [s["with"] for s in wheel["steps"] if s.get("uses", "").startswith("actions/upload-artifact@")]
+    assert (upload["name"], upload["path"]) == ("wheel-${{ matrix.target }}", "build/wheel/${{ matrix.target }}/")
+    container = jobs["container"]
+    assert container["needs"] == ["wheel"] and container["if"].startswith("${{ !cancelled() && ")
+    [down] = [s for s in container["steps"] if s.get("uses", "").startswith("actions/download-artifact@")]
+    assert down["with"]["name"] == upload["name"] and down["with"]["path"] == "build/wheel/${{ matrix.target }}"
+    assert down["if"] == """${{ contains(fromJSON('["rc25"]'), matrix.target) }}"""
+    steps = [s.get("name") or s.get("run") for s in container["steps"]]
+    assert steps.index(down["name"]) < steps.index("the patched image of the set's base")
+    assert_runs_are_make_targets(text, root)
+    # BUILD_RUNNER stays when make workflow runs again without it; a bad one changes nothing
+    assert main(["--root", str(root), "workflow"]) == 0
+    assert (root / workflow.OUTPUT).read_text() == text
+    assert main(["--root", str(root), "workflow", "--build-runner", "big;rm -rf /"]) == 2
+    assert "--build-runner: must be runner labels separated by commas, like self-hosted,build" in capsys.readouterr().err
+    assert (root / workflow.OUTPUT).read_text() == text
+
+
+@pytest.mark.slow  # a render judged by both validators: make test-slow (.ci/run)
+def test_the_wheel_job_passes_both_judges(miniature_template, tmp_path):
+    root = _wheel_project(tmp_path, miniature_template)
+    assert main(["--root", str(root), "workflow", "--build-runner", "self-hosted,big"]) == 0
+    path = root / workflow.OUTPUT
+    exe = ROOT / ".venv" / "bin" / "check-jsonschema"
+    if not exe.exists():
+        absent("check-jsonschema", "pip install -e '.[test]'")
+    res = sh(exe, "--builtin-schema", "vendor.github-workflows", path, check=False)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert undeclared(path, root / workflow.ACTIONLINT_CONFIG) == []

@@ -158,6 +158,8 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
     Command("targets", "list the patch sets", (), _targets, targets_text.targets, "make targets\npatchkit targets"),
     Command("workflow", "render .github/workflows/patchkit.yml: every patch set's jobs, from the sets on disk",
             (arg("--gpu-runner", "GPU_RUNNER", "the container job's runner labels (default: self-hosted,gpu)"),
+             arg("--build-runner", "BUILD_RUNNER", "the wheel job's runner labels, the large build machine "
+                 "(default: self-hosted,build)"),
              arg("--check", None, "change nothing; exit 1 when the file is stale", action="store_true")),
             _workflow, ci_text.workflow_result,
             "make workflow GPU_RUNNER=self-hosted,gpu\npatchkit workflow --gpu-runner self-hosted,gpu",

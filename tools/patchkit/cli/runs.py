@@ -197,8 +197,9 @@ def _radar_text(res) -> str:
 
 def _workflow(root, args):
     from ..ci import workflow as ci_workflow
-    labels = ci_workflow.gpu_runner_labels(args.gpu_runner) if args.gpu_runner is not None else None  # None: keep the file's
-    return ci_workflow.write(root, labels, check=args.check)
+    gpu, build = (ci_workflow.runner_labels(value, setting) if value is not None else None  # None: keep the file's
+                  for value, setting in ((args.gpu_runner, "gpu_runner"), (args.build_runner, "build_runner")))
+    return ci_workflow.write(root, gpu, check=args.check, build_runner=build)
 
 
 def _summary(root, args):
