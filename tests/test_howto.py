@@ -4,6 +4,7 @@ step, into one shell in the project, on the miniature, each step ending as the p
 before the reference: first in the docs' navigation, linked from the README."""
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -13,15 +14,42 @@ from helpers import ROOT
 
 HOWTO = ROOT / "docs" / "how-to"
 PAGES = sorted(p.name for p in HOWTO.glob("*.md") if p.name != "index.md")
-# A person's edit in the resolve page's `${EDITOR:-vi} <file>` step: each conflict resolved to
-# the patch's side (below =======), as the page says.
-EDITOR = r'''import re, sys
-path = sys.argv[1]
-text = open(path).read()
-text, n = re.subn(r"^<<<<<<< [^\n]*\n.*?^=======\n(.*?)^>>>>>>> [^\n]*\n", r"\1", text, flags=re.M | re.S)
-assert n, "no conflict markers in " + path
-open(path, "w").write(text)
+# A person's edit in a page's `${EDITOR:-vi} <file>...` step: the edits the page shows (a ```diff
+# block's -/+ lines, a ```python block that opens with `# <path>`: the file's new content) in the
+# files they are for; elsewhere each conflict resolved to the patch's side (below =======), as
+# the resolve page says.
+EDITOR = r'''import json, os, re, sys
+edits = json.loads(os.environ["HOWTO_EDITS"])
+for path in sys.argv[1:]:
+    mine = [e for e in edits if path.endswith("/" + e["path"])]
+    if mine:
+        for e in mine:
+            if "content" in e:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                open(path, "w").write(e["content"])
+            else:
+                text = open(path).read()
+                assert text.count(e["old"]) == 1, (path, e["old"])
+                open(path, "w").write(text.replace(e["old"], e["new"]))
+        continue
+    text = open(path).read()
+    text, n = re.subn(r"^<<<<<<< [^\n]*\n.*?^=======\n(.*?)^>>>>>>> [^\n]*\n", r"\1", text, flags=re.M | re.S)
+    assert n, "no conflict markers in " + path
+    open(path, "w").write(text)
 '''
+
+
+def edits(page: str) -> list[dict]:
+    """The edits a page shows for its editor step (see EDITOR)."""
+    out = []
+    for block in re.findall(r"^```diff\n(.*?)^```", page, re.M | re.S):
+        path = re.search(r"^\+\+\+ b/(\S+)$", block, re.M).group(1)
+        minus = [line[1:] for line in block.splitlines() if line.startswith("-") and not line.startswith("---")]
+        plus = [line[1:] for line in block.splitlines() if line.startswith("+") and not line.startswith("+++")]
+        out += [{"path": path, "old": o + "\n", "new": n + "\n"} for o, n in zip(minus, plus)]
+    for block in re.findall(r"^```python\n# (\S+)\n(.*?)^```", page, re.M | re.S):
+        out.append({"path": block[0], "content": block[1]})
+    return out
 
 
 @pytest.mark.slow  # every step of a page through make: make test-slow (.ci/run)
@@ -36,7 +64,8 @@ def test_each_how_to_runs_as_written(page, tmp_path, monkeypatch):
     # where radar's range starts (the suite's fixed commit dates are that very day).
     monkeypatch.delenv("GIT_AUTHOR_DATE")
     monkeypatch.delenv("GIT_COMMITTER_DATE")
-    ran = walkthrough.run(steps, tmp_path, {"EDITOR": str(editor)})
+    ran = walkthrough.run(steps, tmp_path, {"EDITOR": str(editor),
+                                            "HOWTO_EDITS": json.dumps(edits((HOWTO / page).read_text()))})
     assert len(ran) == len(steps) - 1 and all(r.as_shown() for r in ran), walkthrough.report(ran)
 
 
