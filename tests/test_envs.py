@@ -31,11 +31,12 @@ needs_uv_wheel = pytest.mark.skipif(not UV_WHEELS or not (WHEELHOUSE / ".fetched
 
 
 def wheel(dest: Path, name: str, version: str, requires: tuple[str, ...] = ()) -> Path:
-    """A small real wheel (metadata only), of a distribution no public index has."""
+    """A small real wheel (its metadata and one module of its name), of a distribution no public index has."""
     info = f"{name.replace('-', '_')}-{version}.dist-info"
     files = {f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
                                  + "".join(f"Requires-Dist: {r}\n" for r in requires),
-             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+             f"{name.replace('-', '_')}.py": f"NAME = {name!r}\n"}
     out = dest / f"{name.replace('-', '_')}-{version}-py3-none-any.whl"
     dest.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(out, "w") as z:
@@ -121,9 +122,10 @@ def test_setup_builds_with_the_pinned_uv_from_your_index_and_offline_from_the_ca
     only the user's pip configuration finds; with no index reachable afterwards (a closed port,
     PIP_NO_INDEX), it is built again from the caches, and a line says so."""
     venv = world / ".venv"
-    built = envs.build(world, venv, sys.executable, with_uv=("pip",))
+    built = envs.build(world, venv, sys.executable, with_uv=("pip",), own=(world / "tiny",))
     assert (built.route, built.said) == ("uv", [])
     assert f"uv = {envs.UV_VERSION}" in (venv / "pyvenv.cfg").read_text()
+    assert_compiled(venv, world / "tiny")
     assert os.access(envs.cache_dir(world) / f"uv-{envs.UV_VERSION}" / "uv", os.X_OK)
     assert runs(venv, "import tiny, importlib.metadata as m; m.version('patchkit-only-on-the-index'); "
                       "m.version('patchkit-only-in-a-folder'); import pip")
@@ -137,6 +139,16 @@ def test_setup_builds_with_the_pinned_uv_from_your_index_and_offline_from_the_ca
     assert runs(venv, "import tiny, importlib.metadata as m; m.version('patchkit-only-on-the-index')")
     assert envs.extra(world, venv, sys.executable, "extra").said[0].endswith("installed offline, from uv's cache")
     assert runs(venv, "import tomli")
+
+
+def assert_compiled(venv: Path, own: Path) -> None:
+    """#34: the environment's bytecode is written at setup, Python only reads it where
+    PYTHONDONTWRITEBYTECODE is set (every command compiled its modules from source again):
+    a dependency's and the project's own."""
+    tag = sys.implementation.cache_tag
+    packages = next(venv.glob("lib/python*/site-packages"))
+    assert (packages / "__pycache__" / f"patchkit_only_on_the_index.{tag}.pyc").is_file()
+    assert (own / "__pycache__" / f"__init__.{tag}.pyc").is_file()
 
 
 def offline(monkeypatch) -> None:
@@ -186,11 +198,12 @@ def test_where_uv_cannot_be_had_pip_builds_the_environment_said_in_one_line(worl
     if route == "uv cannot be fetched":
         return
     venv = world / ".venv"
-    built = envs.build(world, venv, sys.executable)
+    built = envs.build(world, venv, sys.executable, own=(world / "tiny",))
     assert built.route == "pip" and len(built.said) == 1
     assert built.said[0].startswith(f"patchkit: uv {envs.UV_VERSION} cannot run here (pip could not fetch it: ERROR: ")
     assert built.said[0].endswith(f"): building {venv} with pip instead")
     assert "uv = " not in (venv / "pyvenv.cfg").read_text() and runs(venv, "import tiny")
+    assert_compiled(venv, world / "tiny")
 
 
 def test_a_setup_that_fails_leaves_no_fetch_running(tmp_path):

@@ -35,7 +35,8 @@ def main(argv: list[str]) -> int:
             if step == "wheelhouse":
                 envs.wheelhouse(ROOT, venv, WHEELS)
                 return ExitCode.OK
-            built = (envs.build(ROOT, venv, sys.executable, wheels=WHEELS) if step == "venv"
+            built = (envs.build(ROOT, venv, sys.executable, wheels=WHEELS, own=(ROOT / "tools" / "patchkit",))
+                     if step == "venv"
                      else envs.extra(ROOT, venv, sys.executable, argv[1]))
     except UserError as exc:
         print(f"patchkit: error: {exc.message}", file=sys.stderr)
