@@ -21,6 +21,7 @@ from helpers import sh
 from wheels import SCRIPT, ask, build_wheel, tree_at
 CPP = "cpp/tensorrt_llm/batch_manager/capacityScheduler.cpp"
 CPP_TEST = "cpp/tests/unit_tests/batch_manager/capacitySchedulerTest.cpp"
+@pytest.mark.slow  # a cold build: make test keeps tests/wheel/test_wheel.py's, which builds through make wheel
 def test_the_tags_wheel_is_built_by_its_own_script_and_its_library_fails_a_whisper_request(miniature_template, tmp_path):
     """v1.3.0rc25's library dereferences the empty encoder tokens: `RuntimeError: bad optional
     access`, as upstream's release does for every default Whisper request."""

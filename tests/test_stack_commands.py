@@ -139,15 +139,17 @@ def test_check_groups_patches_by_fix_and_says_which_needs_a_wheel_build(miniatur
     assert said.count("needs a wheel build") == 1  # 19450's alone: our fix changes Python
 
 
-def test_container_refuses_a_fix_that_needs_a_wheel_build_and_builds_nothing(miniature_template, tmp_path, capsys):
+def test_container_of_a_fix_that_needs_a_wheel_build_reads_the_base_first_and_renders_nothing_without_it(
+        miniature_template, tmp_path, capsys):
+    """#32 item 2: a stack that needs a wheel build is carried as its wheel laid over what the
+    base has installed, so the base is read first: one that cannot be pulled stops it there
+    (exit 4), before a wheel is built or a context rendered (the image test builds it whole)."""
     root = copy_project(tmp_path / "project", "overlay")
     stacked(root, "rc25", miniature_template, tmp_path, pulls=("19302",))
     ctx = tmp_path / "ctx"
     code = main(["--root", str(root), "container", "--target", "rc25", "--src", str(miniature_template),
-                 "--context", str(ctx), "--builder", "buildah"])
+                 "--context", str(ctx), "--builder", "buildah", "--base", "localhost/nothing-here:1",
+                 "--wheel-out", str(tmp_path / "wheel"), "--wheel-cache", str(tmp_path / "cache")])
     err = capsys.readouterr().err
-    cpp_patch = patchset.load(root, "rc25").fix("19302").patches[0].name
-    assert code == 3 and err.count("\n") == 1, err
-    assert (f"rc25: fix 19302 (backport) needs a wheel build: {cpp_patch} changes {CPP}; an image made by laying "
-            "the package's files over") in err and "a wheel built from the patched tree would" in err
-    assert not ctx.exists()  # nothing rendered, nothing built or tagged
+    assert code == 4 and err.count("\n") == 1 and "cannot pull localhost/nothing-here:1 with buildah" in err, err
+    assert not ctx.exists() and not (tmp_path / "wheel").exists()  # nothing rendered, no wheel built

@@ -1,10 +1,15 @@
 """Helpers of the container tests: which tools are here, and the session's buildah store."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import tarfile
+from pathlib import Path
 
 import pytest
+
+from helpers import sh
 
 TOOLS = ("buildah", "skopeo", "umoci", "docker-registry")
 SITE = "/usr/local/lib/python3.12/dist-packages"  # where the sets' container.site_packages says
@@ -35,3 +40,14 @@ class _Env:
 
 def in_store(storage):
     return _Env(CONTAINERS_STORAGE_CONF=str(storage), BUILDAH_ISOLATION="chroot")
+
+
+def new_layer(image: str, tmp: Path) -> dict[str, tarfile.TarInfo]:
+    """The entries of the image's last layer (the one the build added), by path."""
+    oci = tmp / "layer-oci"
+    sh("skopeo", "copy", "-q", f"containers-storage:{image}", f"oci:{oci}:img")
+    index = json.loads((oci / "index.json").read_text())
+    blob = lambda digest: oci / "blobs" / "sha256" / digest.split(":", 1)[1]  # noqa: E731
+    manifest = json.loads(blob(index["manifests"][0]["digest"]).read_text())
+    with tarfile.open(blob(manifest["layers"][-1]["digest"])) as tar:
+        return {m.name.removeprefix("./"): m for m in tar.getmembers()}

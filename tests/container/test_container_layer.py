@@ -11,7 +11,6 @@ from __future__ import annotations
 import compileall
 import json
 import shutil
-import tarfile
 from dataclasses import replace
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from patchkit.container import build as cbuild
 from patchkit.container.bases import make_base
 from patchkit.errors import Conflict
 from patchkit.git import Repo
-from cstore import in_store, needs_tools
+from cstore import in_store, needs_tools, new_layer
 from helpers import copy_project, sh
 
 SITE = "usr/local/lib/python3.12/dist-packages"
@@ -72,17 +71,6 @@ def compiled_base(release_tree, storage, tmp_path_factory):
         return make_base("localhost/test-release:compiled", tree, "/" + SITE), tree
 
 
-def _new_layer(image: str, tmp: Path) -> dict[str, tarfile.TarInfo]:
-    """The entries of the image's last layer (the one the build added), by path."""
-    oci = tmp / "layer-oci"
-    sh("skopeo", "copy", "-q", f"containers-storage:{image}", f"oci:{oci}:img")
-    index = json.loads((oci / "index.json").read_text())
-    blob = lambda digest: oci / "blobs" / "sha256" / digest.split(":", 1)[1]  # noqa: E731
-    manifest = json.loads(blob(index["manifests"][0]["digest"]).read_text())
-    with tarfile.open(blob(manifest["layers"][-1]["digest"])) as tar:
-        return {m.name.removeprefix("./"): m for m in tar.getmembers()}
-
-
 def _rootfs(image: str, tmp: Path) -> Path:
     oci = tmp / "oci"
     sh("skopeo", "copy", "-q", f"containers-storage:{image}", f"oci:{oci}:img")
@@ -115,7 +103,7 @@ def test_a_deleted_and_a_renamed_module_leave_the_image(compiled_base, upstream,
     cache = tree / PYEXEC / "__pycache__"
     removed = ["reuse_policy.py", "scheduler.py"] + [p.name for stem in ("reuse_policy", "scheduler")
                                                      for p in cache.glob(f"{stem}.*.pyc")]
-    layer = _new_layer(res.image, tmp_path)
+    layer = new_layer(res.image, tmp_path)
     assert {name for name, m in layer.items() if not m.isdir()} == {
         f"{SITE}/{PYEXEC}/{name}" for name in ("_util.py", "cross_scheduler.py")} | {
         f"{SITE}/{PYEXEC}/{'__pycache__/' if name.endswith('.pyc') else ''}.wh.{name}" for name in removed}
@@ -136,7 +124,7 @@ def test_a_removal_is_guarded_like_a_change(compiled_base, release_tree, storage
     base, _tree = compiled_base
     res = cbuild.build(root, alone, Repo(checkout), context_dir=tmp_path / "ctx", base=base, builder_name="buildah")
     assert "COPY" not in (tmp_path / "ctx" / "Containerfile").read_text()
-    assert {n for n, m in _new_layer(res.image, tmp_path).items() if not m.isdir() and "__pycache__" not in n} == {
+    assert {n for n, m in new_layer(res.image, tmp_path).items() if not m.isdir() and "__pycache__" not in n} == {
         f"{SITE}/{PYEXEC}/.wh.reuse_policy.py"}
     with in_store(storage):
         drifted = make_base("localhost/test-release:policy-drifted", release_tree, "/" + SITE, replace={

@@ -29,7 +29,7 @@ from pathlib import Path
 import unidiff
 import yaml
 
-from . import minihistory, patchset
+from . import minicpp, minihistory, patchset
 from .errors import BadInput, Hint
 from .git import Identity, init
 from .upstream import make_parents
@@ -123,9 +123,12 @@ def _commit(root: Path, scaffold: Path, repo, tree: Path, c: dict, sources: dict
 
 
 def _change(root: Path, scaffold: Path, c: dict, sources: dict[str, str], tree: Path) -> None:
-    """A commit's change to the tree: its directory laid over it, then its diff applied."""
+    """A commit's change to the tree: its directory laid over it (and the C++ modules the
+    miniature generates, where it says `modules: cpp`), then its diff applied."""
     if "dir" in c:
         _lay(root, scaffold / c["dir"], sources, tree)
+    if c.get("modules") == "cpp":
+        minicpp.write(tree)
     if "patch" in c:
         _patch(root, scaffold / c["patch"], sources, tree)
 

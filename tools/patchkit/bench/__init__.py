@@ -6,6 +6,8 @@ or a str saying why it was skipped); report.py renders each kind of result:
   proportions (15,000 files, 5,000 commits, a few large binaries, the miniature laid in);
 - delta.py: a full source-mode delta on the miniature;
 - container.py: the patched image build from a small base and from a 1 GiB one;
+- wheel.py: make wheel cold against one after a one-line C++ change, and the layer that carries
+  the wheel against upstream's own recipe;
 - waivers.py: the waiver step on a 100,000-line waives.txt;
 - radar.py: make radar, cold, over 5,000 more commits of the generated upstream;
 - lint.py: make lint on each set, cold, warm and again;
@@ -28,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BadInput
-from . import backport, clone, container, delta, demo, lint, loop, measure, radar, raw, report, stacked, store, waivers
+from . import backport, clone, container, delta, demo, lint, loop, measure, radar, raw, report, stacked, store, waivers, wheel
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,7 @@ SECTIONS: dict[str, Callable[[Path, Path, Options], Any]] = {
     "clone": lambda root, work, opt: clone.sized(root, work, opt.files, opt.commits),
     "delta": lambda root, work, opt: delta.delta_bench(root, work),
     "container": lambda root, work, opt: container.container_bench(root, work),
+    "wheel": lambda root, work, opt: wheel.wheel_bench(root, work),
     "waivers": lambda root, work, opt: waivers.waiver_bench(root, work),
     "radar": lambda root, work, opt: radar.radar_bench(root, work),
     "lint": lambda root, work, opt: lint.lint_bench(root, work),

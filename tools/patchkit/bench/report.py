@@ -9,7 +9,7 @@ from .container import ContainerBench
 from .delta import DeltaBench
 from .waivers import WaiverBench
 from .measure import Figure
-from . import backport, demo, lint, loop, radar, raw, stacked
+from . import backport, demo, lint, loop, radar, raw, stacked, wheel
 
 
 def _size(n: float) -> str:
@@ -79,7 +79,7 @@ RENDER = {CloneBench: clone_bench, DeltaBench: delta_bench, ContainerBench: cont
           radar.RadarBench: radar.render, lint.LintBench: lint.render,
           backport.BackportBench: backport.render, stacked.StackBench: stacked.render, demo.DemoBench: demo.render,
           raw.CheckBench: raw.render_check, raw.ApplyBench: raw.render_apply, raw.StartupBench: raw.render_startup,
-          loop.LoopBench: loop.render, str: str}
+          loop.LoopBench: loop.render, wheel.WheelBench: wheel.render, str: str}
 
 
 def figures(results: list[Any]) -> list[Figure]:

@@ -16,7 +16,7 @@ from .runs import (_apply, _backport, _described, _bench, _bench_text, _check, _
                    _pr, _push, _reorder, _radar, _radar_text, _summary, _targets, _unapply, _waivers, _wheel, _wheel_text,
                    _workflow)
 from .table import (BASE, BRANCH, BUILDER, CUDA_ARCHS, FIX_ID, JOBS, NO_FETCH, REGISTRY, REPORT, SIGNOFF, SRC, SRC_REQUIRED,
-                    TARGET, URL, WHEEL_BUILD, WORKDIR, Command, _mismatch_unless, arg)
+                    TARGET, URL, DEVEL, WHEEL_BUILD, WHEEL_CACHE, WHEEL_OUT, WORKDIR, Command, _mismatch_unless, arg)
 
 COMMANDS: dict[str, Command] = {c.name: c for c in (
     Command("apply", "apply a patch set's series as commits on its branch (all or nothing)",
@@ -131,14 +131,13 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
             lambda res: _mismatch_unless(res.up_to_date)),
     Command("wheel", "build the wheel of the set's stack with upstream's own build at its ref (in the set's devel "
             "image, or on this machine)",
-            (TARGET, SRC, URL, WHEEL_BUILD, CUDA_ARCHS, JOBS, BUILDER,
-             arg("--devel", "DEVEL", "the devel image to build in (default: the set's container.devel)"),
+            (TARGET, SRC, URL, WHEEL_BUILD, CUDA_ARCHS, JOBS, BUILDER, DEVEL,
              arg("--out", None, "where <target>/ with the wheel and wheel.json goes (default: build/wheel)", type=Path),
              arg("--cache", None, "the build trees and compiler caches (default: build/wheel-cache)", type=Path)),
             _wheel, _wheel_text,
             "make wheel TRTLLM=rc25 CUDA_ARCHS=120-real\npatchkit wheel --target rc25 --src build/trtllm-rc25 --cuda-archs 120-real"),
     Command("container", "build the patched image of the set's container base",
-            (TARGET, SRC, URL, BASE, BUILDER,
+            (TARGET, SRC, URL, BASE, BUILDER, WHEEL_BUILD, CUDA_ARCHS, JOBS, DEVEL, WHEEL_OUT, WHEEL_CACHE,
              arg("--context", None, "where to render the build context (default: build/container/<target>)", type=Path)),
             _container, container_text.container_result,
             "make container TRTLLM=rc25 BUILDER=buildah\npatchkit container --target rc25 --builder buildah"),

@@ -154,16 +154,22 @@ def _container(root, args):
     with contextlib.ExitStack() as held:
         repo, _ = obtain(ps, _src(root, ps, args), args.url, hold=held, command=f"container {ps.target}")
         return cbuild.build(root, ps, repo, context_dir=(args.context or root / "build" / "container" / ps.target).resolve(),
-                            base=args.base, builder_name=args.builder)
+                            base=args.base, builder_name=args.builder, held=held,
+                            wheel=_wheel_settings(root, args, args.wheel_out, args.wheel_cache))
 
 
 def _wheel(root, args):
     from ..wheel import command as wheel_cmd
     ps = _set(root, args)
-    return wheel_cmd.wheel(ps, root=root, src=_src(root, ps, args), url=args.url,
-                           out=(args.out or root / "build" / "wheel").resolve(),
-                           cache=(args.cache or root / "build" / "wheel-cache").resolve(), where=args.wheel_build,
-                           archs=args.cuda_archs, jobs=args.jobs, builder_name=args.builder, devel=args.devel)
+    return wheel_cmd.wheel(ps, src=_src(root, ps, args), url=args.url,
+                           settings=_wheel_settings(root, args, args.out, args.cache))
+
+
+def _wheel_settings(root, args, out=None, cache=None):
+    """make wheel's settings as this command was given them (make container and make delta take them too)."""
+    from ..wheel import command as wheel_cmd
+    return wheel_cmd.Settings((out or root / "build" / "wheel").resolve(), (cache or root / "build" / "wheel-cache").resolve(),
+                              args.wheel_build, args.cuda_archs, args.jobs, args.builder, args.devel)
 
 
 def _wheel_text(res) -> str:

@@ -53,6 +53,10 @@ CUDA_ARCHS = arg("--cuda-archs", "CUDA_ARCHS", "the CUDA architectures the wheel
                  "(default: the set's container.cuda_archs)")
 JOBS = arg("--jobs", "JOBS", "parallel compile jobs (default: from the memory the build may use; see make wheel)",
            type=int)
+DEVEL = arg("--devel", "DEVEL", "the devel image the wheel is built in (default: the set's container.devel)")
+WHEEL_OUT = arg("--wheel-out", None, "where the set's wheel is, or is built (default: build/wheel)", type=Path)
+WHEEL_CACHE = arg("--wheel-cache", None, "the wheel's build trees and compiler caches (default: build/wheel-cache)",
+                  type=Path)
 WORKDIR = arg("--workdir", None, "where to work (make: $(BUILD)/<target>)", type=Path, required=True)
 
 

@@ -1,6 +1,7 @@
 """make container: the patched image, built from a rendered context, tagged only on success."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -11,11 +12,12 @@ from pathlib import Path, PurePosixPath
 import jinja2
 
 from .. import __version__, atomic, progress, scratch, series, stack
+from ..wheel import command as wheel_cmd, layer as wheel_layer
 from ..errors import CommandError, Conflict, Hint, NotFound, ToolMissing, UserError
 from ..git import Repo
 from ..model import PatchSet
 from ..upstream import base_of, refuse_symlinked_paths
-from .builders import Builder, Image, build_reason, pick, reason
+from .builders import Builder, base_image, build_reason, pick, reason
 
 TEMPLATE = Path("overlay/Containerfile.j2")
 IMAGE_REPO = "localhost/patchkit"
@@ -39,6 +41,17 @@ class ContainerResult:
     image_id: str | None = None
     labels: dict[str, str] = field(default_factory=dict)
     command: str = ""
+    wheel: dict = field(default_factory=dict)  # a stack that needs a wheel: the wheel and what of it the layer holds
+
+
+@dataclass(frozen=True)
+class Carried:
+    """The wheel an image carries (a stack that needs a wheel build), and its layer over the base."""
+
+    path: Path
+    info: dict  # its wheel.json
+    layer: wheel_layer.Layer
+    installed: wheel_layer.Installed
 
 
 def image_name(ps: PatchSet, base: str) -> str:
@@ -79,10 +92,14 @@ def _in_package(ps: PatchSet, path: str) -> bool:
 REGULAR = {"100644": 0o644, "100755": 0o755}  # git's file modes -> the mode the file has in the image
 
 
-def render_context(root: Path, ps: PatchSet, repo: Repo, dest: Path, base: str, base_digest: str) -> ContainerResult:
+def render_context(root: Path, ps: PatchSet, repo: Repo, dest: Path, base: str, base_digest: str,
+                   carried: Carried | None = None) -> ContainerResult:
     """Apply the package patches (the one series path), and write the package's files that the
-    stack changes, adds, deletes or renames, and the Containerfile (build() has refused a stack
-    that needs a wheel build). A file the stack leaves as the ref has it is not in the context."""
+    stack changes, adds, deletes or renames, and the Containerfile. A file the stack leaves as
+    the ref has it is not in the context. A stack that needs a wheel build (carried): the wheel's
+    files that differ from the base's installed ones instead, its RECORD rewritten (wheel/layer.py)."""
+    if carried is not None:
+        return _render_wheel(root, ps, repo, dest, base, base_digest, carried)
     ref, commit = base_of(repo, ps)
     refuse_symlinked_paths(repo, commit, ps)  # a symlink never reaches the image
     patches = package_patches(ps)
@@ -109,12 +126,52 @@ def render_context(root: Path, ps: PatchSet, repo: Repo, dest: Path, base: str, 
         ctx = {"image": image, "base": base, "base_digest": base_digest, "target": ps.target, "ref": ref,
                "commit": commit, "package": ps.container.package, "site_packages": ps.container.site_packages,
                "files": files, "removed": removed, "bytecode": _bytecode(removed),
-               "folders": _emptied(repo, res.tip, removed), "copied": any(not f.removed for f in files),
-               "patchset_hash": ps.content_hash, "version": __version__, "fixes": fix_labels(ps)}
-        env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
-        env.filters["sh"] = shlex.quote  # a path is the PR's words: one shell word, whatever it holds
-        (fresh / "Containerfile").write_text(env.from_string((root / TEMPLATE).read_text()).render(**ctx))
+               "folders": _emptied(repo, res.tip, removed),
+               "copy_dirs": [ps.container.package] if any(not f.removed for f in files) else [],
+               "patchset_hash": ps.content_hash, "version": __version__, "fixes": fix_labels(ps), "wheel": None,
+               "ldconfig": False}
+        _containerfile(root, fresh, ctx)
     return ContainerResult(ps.target, base, image, str(dest), files)  # labels: the template's, read back once built
+
+
+def _containerfile(root: Path, folder: Path, ctx: dict) -> None:
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    env.filters["sh"] = shlex.quote  # a path is the PR's words: one shell word, whatever it holds
+    (folder / "Containerfile").write_text(env.from_string((root / TEMPLATE).read_text()).render(**ctx))
+
+
+def _render_wheel(root: Path, ps: PatchSet, repo: Repo, dest: Path, base: str, base_digest: str,
+                  carried: Carried) -> ContainerResult:
+    """The context of an image that carries the stack's wheel: its files that differ from the
+    base's installed package, by content (their mode as the wheel gives it), the RECORD
+    rewritten, what the wheel no longer has removed, ldconfig where a shared library changed."""
+    ref, commit = base_of(repo, ps)
+    lay, got, info = carried.layer, carried.installed, carried.info
+    files = [PackageFile(p, got.files.get(p, (None,))[0]) for p in sorted(lay.copied)]
+    files += [PackageFile(p, got.files[p][0], removed=True) for p in lay.removed]
+    with atomic.replace_dir(dest) as fresh:
+        for path, data in lay.copied.items():
+            out = fresh / path
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(data)
+            out.chmod(0o755 if path in lay.libraries else 0o644)
+        image = image_name(ps, base)
+        ctx = {"image": image, "base": base, "base_digest": base_digest, "target": ps.target, "ref": ref,
+               "commit": commit, "package": ps.container.package, "site_packages": got.location or
+               ps.container.site_packages, "files": [], "removed": lay.removed, "bytecode": [], "folders": [],
+               "copy_dirs": sorted({PurePosixPath(p).parts[0] for p in lay.copied}),
+               "patchset_hash": ps.content_hash, "version": __version__, "fixes": fix_labels(ps),
+               "ldconfig": bool(lay.libraries),
+               "wheel": {"name": carried.path.name, "sha256": info["sha256"], "archs": info["archs"],
+                         "devel": info.get("devel_digest") or "host", "installed": lay.version, "record": got.record,
+                         "record_sha256": got.files[got.record][0]}}
+        _containerfile(root, fresh, ctx)
+    result = ContainerResult(ps.target, base, image, str(dest), files)
+    result.wheel = {"name": carried.path.name, "sha256": info["sha256"], "version": lay.version, "archs": info["archs"],
+                    "devel_digest": info.get("devel_digest", ""), "place": info.get("place", ""),
+                    "copied": len(lay.copied), "copied_bytes": lay.copied_bytes, "removed": len(lay.removed),
+                    "unchanged": lay.unchanged, "libraries": lay.libraries}
+    return result
 
 
 def _refuse_unlayable(ps: PatchSet, path: str, *modes: str) -> None:
@@ -148,13 +205,19 @@ def _emptied(repo: Repo, tip: str, removed: list[str]) -> list[str]:
 
 
 def build(root: Path, ps: PatchSet, repo: Repo, *, context_dir: Path, base: str | None = None,
-          builder_name: str | None = None) -> ContainerResult:
-    """Render the context; build it with the chosen (or first working) builder; tag on success."""
+          builder_name: str | None = None, wheel: wheel_cmd.Settings | None = None,
+          held: contextlib.ExitStack | None = None) -> ContainerResult:
+    """Render the context; build it with the chosen (or first working) builder; tag on success.
+    A stack that needs a wheel build carries the set's wheel (built first when it is missing or
+    stale, with the wheel settings), laid over the base as only what differs (#32 item 2)."""
     base = base or ps.container.base
     try:
-        builder, digest, unpulled = _builder_and_base(ps, base, builder_name)
+        builder, digest, unpulled = _builder_and_base(ps, base, builder_name, wheel)
+        carried = None
+        if needs_wheel(ps):
+            carried = _carried(ps, repo, base, builder, unpulled, wheel, held)
         with progress.step(f"rendering the build context in {context_dir}"):
-            result = render_context(root, ps, repo, context_dir, base, digest)
+            result = render_context(root, ps, repo, context_dir, base, digest, carried)
     except (UserError, CommandError) as exc:
         retire_context(context_dir, ps, exc)
         raise
@@ -189,10 +252,32 @@ def build(root: Path, ps: PatchSet, repo: Repo, *, context_dir: Path, base: str 
     return result
 
 
-def _builder_and_base(ps: PatchSet, base: str, builder_name: str | None) -> tuple[Builder | None, str, NotFound | None]:
+def needs_wheel(ps: PatchSet) -> bool:
+    """Whether a fix of the stack changes what the wheel is built from (cpp/, CMake, ...)."""
+    return any(stack.wheel_files(ps, f) for f in ps.fixes)
+
+
+def _carried(ps: PatchSet, repo: Repo, base: str, builder: Builder | None, unpulled: NotFound | None,
+             settings: wheel_cmd.Settings | None, held: contextlib.ExitStack | None) -> Carried:
+    """The set's wheel (built when missing or stale) and its layer over what the base has installed."""
+    if builder is None:
+        raise ToolMissing("no image builder works here (docker, podman or buildah): the stack needs a wheel build, "
+                          "and what differs from the base's installed package is read in the base")
+    if unpulled is not None:
+        raise unpulled
+    assert settings is not None and held is not None  # the caller gives them where needs_wheel() (see refuse_wheel_changes)
+    path, info = wheel_cmd.current(ps, repo, settings, held)
+    with progress.step(f"reading the installed {ps.container.package} in {base}"):
+        got = wheel_layer.installed(builder, base, ps.container.package)
+    return Carried(path, info, wheel_layer.plan(path, got, base), got)
+
+
+def _builder_and_base(ps: PatchSet, base: str, builder_name: str | None,
+                      wheel: wheel_cmd.Settings | None = None) -> tuple[Builder | None, str, NotFound | None]:
     """The builder (None: none works, and none was named), the base's digest, and why the base
     could not be pulled (the context is still of use then)."""
-    refuse_wheel_changes(ps)  # before a base is pulled or anything is rendered
+    if wheel is None:
+        refuse_wheel_changes(ps)  # before a base is pulled or anything is rendered
     try:
         builder: Builder | None = pick(builder_name)
     except ToolMissing:
@@ -222,17 +307,6 @@ def retire_context(context: Path, ps: PatchSet, exc: BaseException) -> None:
     if isinstance(exc, UserError):
         exc.args = (f"{exc.message}; the build context in {context}, rendered for another version of the "
                     f"set ({label[1][:12]}), is removed", *exc.args[1:])
-
-
-def base_image(builder: Builder, base: str) -> Image:
-    """The base as the builder's store holds it, pulled when it is not there yet."""
-    found = builder.inspect(base)
-    if found is None:
-        builder.pull(base)
-        found = builder.inspect(base)
-    if found is None:
-        raise NotFound(f"{builder.name} pulled {base} but cannot find it in its store")
-    return found
 
 
 def push(ps: PatchSet, *, base: str | None = None, registry: str, builder_name: str | None = None,

@@ -269,6 +269,17 @@ def _executable_in(root: Path, path: str, hops: int = 40) -> bool:
     return final.is_file() and os.access(final, os.X_OK)
 
 
+def base_image(builder: Builder, base: str) -> Image:
+    """The base as the builder's store holds it, pulled when it is not there yet."""
+    found = builder.inspect(base)
+    if found is None:
+        builder.pull(base)
+        found = builder.inspect(base)
+    if found is None:
+        raise NotFound(f"{builder.name} pulled {base} but cannot find it in its store")
+    return found
+
+
 BUILDERS: dict[str, Builder] = {"docker": DockerLike("docker"), "podman": DockerLike("podman"), "buildah": Buildah()}
 
 

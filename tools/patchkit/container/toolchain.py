@@ -15,6 +15,7 @@ build and an image build of the same tree can be compared. It needs dpkg (a Debi
 """
 from __future__ import annotations
 
+import compileall
 import os
 import shutil
 from pathlib import Path
@@ -134,5 +135,9 @@ def install(rootfs: Path) -> list[str]:
                 link.symlink_to("/usr/bin/busybox")
     (rootfs / "tmp").mkdir(mode=0o1777, exist_ok=True)
     os.chmod(rootfs / "tmp", 0o1777)
-    runtime.install(rootfs)
+    it = runtime.install(rootfs)
+    runtime.install(rootfs, packages="pip")  # upstream's release stage pip-installs the wheel in it
+    site = rootfs / it.site.lstrip("/")
+    # pip's bytecode, as a devel image has it: else pip's first run there writes it (5 MiB).
+    compileall.compile_dir(site / "pip", ddir=f"{it.site}/pip", quiet=1)
     return pkgs

@@ -19,10 +19,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .. import atomic, fence, lock, progress, series
-from ..container.builders import pick
-from ..container.build import base_image
+from ..container.builders import base_image, pick
 from ..errors import BadInput, Conflict, NotFound, ToolMissing
-from ..git import short_ref
+from ..git import Repo, short_ref
 from ..model import PatchSet
 from ..upstream import base_of, obtain
 from . import flags, jobs as jobs_mod, output, place as places, tree as trees
@@ -61,95 +60,141 @@ class WheelResult:
     build_tree: str = ""
 
 
-def wheel(ps: PatchSet, *, root: Path, src: Path, url: str | None = None, out: Path, cache: Path,
-          where: str | None = None, archs: str | None = None, jobs: int | None = None,
-          builder_name: str | None = None, devel: str | None = None) -> WheelResult:
+@dataclass(frozen=True)
+class Settings:
+    """How a wheel is built: make wheel's settings, which make container and make delta
+    MODE=container take too."""
+
+    out: Path  # $(BUILD)/wheel
+    cache: Path  # $(BUILD)/wheel-cache
+    where: str | None = None  # WHEEL_BUILD
+    archs: str | None = None  # CUDA_ARCHS
+    jobs: int | None = None  # JOBS
+    builder_name: str | None = None  # BUILDER
+    devel: str | None = None  # DEVEL
+
+
+def wheel(ps: PatchSet, *, src: Path, url: str | None = None, settings: Settings) -> WheelResult:
     """Build the set's wheel (see the module); Conflict (exit 3) when the build fails."""
-    archs = archs or ps.container.cuda_archs
+    _check(ps, settings)
+    with contextlib.ExitStack() as held:
+        repo, _ = obtain(ps, src, url, hold=held, command=f"wheel {ps.target}")
+        return build(ps, repo, settings, held)
+
+
+def current(ps: PatchSet, repo: Repo, settings: Settings, held: contextlib.ExitStack) -> tuple[Path, dict]:
+    """The set's wheel for this stack, ref, build environment and architectures: the one in
+    settings.out when it is all of those, else one built now (make container and make delta
+    MODE=container start here); its path and its wheel.json."""
+    _check(ps, settings)
+    _ref, base = base_of(repo, ps)
+    where = _place(settings.where, settings.builder_name, settings.devel or ps.container.devel, ps)
+    info = read_info(settings.out / ps.target)
+    want = {"stack": ps.content_hash, "ref_commit": base, "archs": settings.archs or ps.container.cuda_archs,
+            "place": where[0].name, "devel_digest": where[2]}
+    if info is not None and all(info.get(k) == v for k, v in want.items()):
+        return settings.out / ps.target / info["wheel"], info
+    stale = [f"{k} {str(info.get(k))[:19] or 'none'} (now {str(v)[:19] or 'none'})" for k, v in want.items()
+             if info is not None and info.get(k) != v]
+    progress.say(f"building the {ps.target} wheel: " + (f"the one there is stale: {', '.join(stale)}" if stale
+                                                         else "there is none"))
+    res = build(ps, repo, settings, held, where)
+    return Path(res.folder) / res.wheel, asdict(res)
+
+
+def _check(ps: PatchSet, settings: Settings) -> None:
+    """Bad settings, said before anything runs."""
+    archs = settings.archs or ps.container.cuda_archs
     if not archs:
         raise BadInput(f"{ps.target} names no CUDA architectures: set container.cuda_archs in its patchset.yaml, "
                        "or give them", setting="cuda_archs")
     if not _ARCHS.match(archs):
         raise BadInput(f"{archs!r} is not a list of CUDA architectures (e.g. 120-real, or 90-real;120-real)",
                        setting="cuda_archs")
-    if jobs is not None and jobs < 1:
-        raise BadInput(f"JOBS must be 1 or more, not {jobs}", setting="jobs")
-    if where is not None and where not in places.PLACES:
-        raise BadInput(f"unknown wheel build place {where!r} (image or host)", setting="wheel_build")
-    with contextlib.ExitStack() as held:
-        repo, _ = obtain(ps, src, url, hold=held, command=f"wheel {ps.target}")
-        ref, base = base_of(repo, ps)
-        with progress.step(f"applying the {ps.target} stack on {short_ref(ref)}"):
-            applied = series.apply_series(repo, base, list(ps.patches), committer_date=series.THROWAWAY_DATE)
-            applied.raise_on_conflict(f" to {short_ref(ref)}")
-        tip = applied.tip
-        text = repo.show_file(tip, flags.SCRIPT)
-        if text is None:
-            raise NotFound(f"{short_ref(ref)} has no {flags.SCRIPT}: make wheel builds with upstream's own build")
-        script = flags.read_script(text.decode("utf-8", "replace"))
-        composed = flags.compose(*(_text(repo.show_file(tip, p)) for p in (flags.MAKEFILE, flags.DOCKERFILE)),
-                                 cuda_archs=archs)
-        place, image_name, digest = _place(where, builder_name, devel or ps.container.devel, ps)
-        key = digest.split(":", 1)[-1][:12] if place.image else "host"
-        held.enter_context(lock.hold(cache / "trees" / f".{ps.target}-{key}.lock", f"wheel {ps.target}",
-                                     f"the {ps.target} build tree"))
-        tree = trees.open_tree(cache, ps.target, key)
-        have = tree.state.get("tools") if place.image else None
-        have = have or places.tools(place)
-        if place.image:
-            tree.state["tools"] = have
-        if not have.get("c++") or not have.get("cmake"):
-            raise ToolMissing(f"the {'devel image ' + image_name if place.image else 'machine'} has no "
-                              f"{'C++ compiler' if not have.get('c++') else 'cmake'}: upstream's build needs both")
-        chosen = jobs_mod.choose(jobs, jobs_mod.read_memory())
-        config = {"archs": archs, "script_flags": sorted(script.names)}
-        reconfigure = ""
-        if tree.configured and tree.configured != config:
-            reconfigure = ("CUDA_ARCHS changed since this tree's last build: CMake is configured again"
-                           if tree.configured.get("archs") != archs else
-                           "the ref's build script changed since this tree's last build: CMake is configured again")
-        ccache_at = str(tree.ccache) if have.get("ccache") else None
-        plan = flags.plan(script, composed, archs=archs, jobs=chosen.value, jobs_why=chosen.why,
-                          archs_from="CUDA_ARCHS, as given" if archs != ps.container.cuda_archs
-                          else "CUDA_ARCHS: the set's container.cuda_archs", ccache=ccache_at,
-                          ninja=bool(have.get("ninja")), reconfigure=reconfigure)
-        with progress.step(f"writing the stack's files into the build tree {tree.src}"):
-            synced = trees.sync(repo, tip, tree)
-        for old in (tree.src / "build").glob("*.whl"):  # the script's dist folder: this build's wheel alone
-            old.unlink()
-        watch = output.Watch(roots=tuple(r for r in (place.src, str(tree.src)) if r), tree=tree.src)
-        progress.say(f"building in {image_name or 'this machine'} ({place.said}), {chosen.why}")
-        trees.begin(tree)
-        with open(tree.root / trees.LOG, "w", encoding="utf-8", errors="replace") as log:
-            def feed(line: str) -> None:
-                log.write(line if line.endswith("\n") else line + "\n")
-                watch.feed(line)
-            code = places.run(place, tree.root, tree.ccache, [flags.SCRIPT, *plan.argv], feed)
-        trees.end(tree)
-        if code != 0:
-            said = watch.first_error or next((ln for ln in reversed(watch.tail) if ln.strip()), f"exit {code}")
-            raise Conflict(f"{ps.target}: the wheel build failed: {said}; nothing written, the wheel in "
-                           f"{out / ps.target} is as it was (the build's output: {tree.root / trees.LOG})",
-                           details="\n".join(watch.tail[-40:]))
-        tree.state["configured"] = config
-        tree.save()
-        built = sorted((tree.src / "build").glob("*.whl"))
-        if len(built) != 1:
-            raise Conflict(f"{ps.target}: the build ended well but left {len(built)} wheel(s) in "
-                           f"{tree.src / 'build'}; nothing written")
-        stats = output.ccache_stats(places.stats(tree.root))
-        total = stats["hits"] + stats["misses"]
-        result = WheelResult(
-            ps.target, str(out / ps.target), built[0].name, _sha256(built[0]), _version(built[0]),
-            ps.content_hash, ref, base, repo.commit_info(tip).tree, place.name, image_name, digest, place.said,
-            archs, chosen.value, chosen.why, [{"args": list(f.args), "why": f.why} for f in plan.passed],
-            [{"setting": s.setting, "why": s.why} for s in plan.skipped], plan.note, len(watch.compiled),
-            watch.compiled, watch.total, {**stats, "hit_rate": round(stats["hits"] / total, 3) if total else None},
-            round(watch.seconds, 1), len(synced.written), str(tree.root))
-        with atomic.replace_dir(out / ps.target) as fresh:
-            shutil.copy2(built[0], fresh / built[0].name)
-            (fresh / INFO).write_text(json.dumps(asdict(result), indent=1) + "\n")
-        return result
+    if settings.jobs is not None and settings.jobs < 1:
+        raise BadInput(f"JOBS must be 1 or more, not {settings.jobs}", setting="jobs")
+    if settings.where is not None and settings.where not in places.PLACES:
+        raise BadInput(f"unknown wheel build place {settings.where!r} (image or host)", setting="wheel_build")
+
+
+def build(ps: PatchSet, repo: Repo, settings: Settings, held: contextlib.ExitStack,
+          where: tuple | None = None) -> WheelResult:
+    """The wheel of ps's stack, built on repo (see the module); held keeps the build tree's lock.
+    where: the place _place() found (make container found it already)."""
+    archs, out, cache = settings.archs or ps.container.cuda_archs, settings.out, settings.cache
+    ref, base = base_of(repo, ps)
+    with progress.step(f"applying the {ps.target} stack on {short_ref(ref)}"):
+        applied = series.apply_series(repo, base, list(ps.patches), committer_date=series.THROWAWAY_DATE)
+        applied.raise_on_conflict(f" to {short_ref(ref)}")
+    tip = applied.tip
+    text = repo.show_file(tip, flags.SCRIPT)
+    if text is None:
+        raise NotFound(f"{short_ref(ref)} has no {flags.SCRIPT}: make wheel builds with upstream's own build")
+    script = flags.read_script(text.decode("utf-8", "replace"))
+    composed = flags.compose(*(_text(repo.show_file(tip, p)) for p in (flags.MAKEFILE, flags.DOCKERFILE)),
+                             cuda_archs=archs)
+    place, image_name, digest = where or _place(settings.where, settings.builder_name,
+                                                settings.devel or ps.container.devel, ps)
+    key = digest.split(":", 1)[-1][:12] if place.image else "host"
+    held.enter_context(lock.hold(cache / "trees" / f".{ps.target}-{key}.lock", f"wheel {ps.target}",
+                                 f"the {ps.target} build tree"))
+    tree = trees.open_tree(cache, ps.target, key)
+    have = tree.state.get("tools") if place.image else None
+    have = have or places.tools(place)
+    if place.image:
+        tree.state["tools"] = have
+    if not have.get("c++") or not have.get("cmake"):
+        raise ToolMissing(f"the {'devel image ' + image_name if place.image else 'machine'} has no "
+                          f"{'C++ compiler' if not have.get('c++') else 'cmake'}: upstream's build needs both")
+    chosen = jobs_mod.choose(settings.jobs, jobs_mod.read_memory())
+    config = {"archs": archs, "script_flags": sorted(script.names)}
+    reconfigure = ""
+    if tree.configured and tree.configured != config:
+        reconfigure = ("CUDA_ARCHS changed since this tree's last build: CMake is configured again"
+                       if tree.configured.get("archs") != archs else
+                       "the ref's build script changed since this tree's last build: CMake is configured again")
+    ccache_at = str(tree.ccache) if have.get("ccache") else None
+    plan = flags.plan(script, composed, archs=archs, jobs=chosen.value, jobs_why=chosen.why,
+                      archs_from="CUDA_ARCHS, as given" if archs != ps.container.cuda_archs
+                      else "CUDA_ARCHS: the set's container.cuda_archs", ccache=ccache_at,
+                      ninja=bool(have.get("ninja")), reconfigure=reconfigure)
+    with progress.step(f"writing the stack's files into the build tree {tree.src}"):
+        synced = trees.sync(repo, tip, tree)
+    for old in (tree.src / "build").glob("*.whl"):  # the script's dist folder: this build's wheel alone
+        old.unlink()
+    watch = output.Watch(roots=tuple(r for r in (place.src, str(tree.src)) if r), tree=tree.src)
+    progress.say(f"building in {image_name or 'this machine'} ({place.said}), {chosen.why}")
+    trees.begin(tree)
+    with open(tree.root / trees.LOG, "w", encoding="utf-8", errors="replace") as log:
+        def feed(line: str) -> None:
+            log.write(line if line.endswith("\n") else line + "\n")
+            watch.feed(line)
+        code = places.run(place, tree.root, tree.ccache, [flags.SCRIPT, *plan.argv], feed)
+    trees.end(tree)
+    if code != 0:
+        said = watch.first_error or next((ln for ln in reversed(watch.tail) if ln.strip()), f"exit {code}")
+        raise Conflict(f"{ps.target}: the wheel build failed: {said}; nothing written, the wheel in "
+                       f"{out / ps.target} is as it was (the build's output: {tree.root / trees.LOG})",
+                       details="\n".join(watch.tail[-40:]))
+    tree.state["configured"] = config
+    tree.save()
+    built = sorted((tree.src / "build").glob("*.whl"))
+    if len(built) != 1:
+        raise Conflict(f"{ps.target}: the build ended well but left {len(built)} wheel(s) in "
+                       f"{tree.src / 'build'}; nothing written")
+    stats = output.ccache_stats(places.stats(tree.root))
+    total = stats["hits"] + stats["misses"]
+    result = WheelResult(
+        ps.target, str(out / ps.target), built[0].name, _sha256(built[0]), _version(built[0]),
+        ps.content_hash, ref, base, repo.commit_info(tip).tree, place.name, image_name, digest, place.said,
+        archs, chosen.value, chosen.why, [{"args": list(f.args), "why": f.why} for f in plan.passed],
+        [{"setting": s.setting, "why": s.why} for s in plan.skipped], plan.note, len(watch.compiled),
+        watch.compiled, watch.total, {**stats, "hit_rate": round(stats["hits"] / total, 3) if total else None},
+        round(watch.seconds, 1), len(synced.written), str(tree.root))
+    with atomic.replace_dir(out / ps.target) as fresh:
+        shutil.copy2(built[0], fresh / built[0].name)
+        (fresh / INFO).write_text(json.dumps(asdict(result), indent=1) + "\n")
+    return result
 
 
 def _text(data: bytes | None) -> str | None:
