@@ -81,15 +81,22 @@ def test_a_git_exiting_128_when_opening_the_checkout_is_not_a_missing_checkout(t
     assert state_of(checkout) == before
 
 
-def test_a_git_that_gitpython_cannot_start_is_a_tool_that_does_not_work_here(tmp_path):
-    """GitPython runs `git version` when it is imported; when that fails, a command that uses
-    git says so in one line with git's words (exit 5, not a traceback or exit 70), and a
-    command that needs no git (`targets`) is not troubled by it (the CLI imports the git
-    facade only for the commands that use it)."""
-    res = run_with_failing(tmp_path, "version", "check", "--src", str(tmp_path))
+def test_a_git_that_gitpython_cannot_start_is_a_tool_that_does_not_work_here(tmp_path, checkout):
+    """GitPython runs `git version` when it is imported, which the git facade does when a command
+    first reads an object; when that fails, the command says so in one line with git's words
+    (exit 5, not a traceback or exit 70) and nothing changed. A command that reads no object
+    (`check` of a series that applies: #34 item 4, GitPython was a third of its start) or needs
+    no git (`targets`) is not troubled by it."""
+    before = state_of(checkout)
+    res = run_with_failing(tmp_path, "version", "apply", "--target", "rc25", "--src", str(checkout))
     assert (res.returncode, res.stdout, res.stderr.count("\n")) == (5, "", 1), res.stderr
     assert res.stderr.startswith("patchkit: error: the version control tool does not work here (")
     assert "fatal: simulated failure of version" in res.stderr
+    assert state_of(checkout) == before
+    (tmp_path / "bin").rename(tmp_path / "bin-apply")
+    res = run_with_failing(tmp_path, "version", "check", "--src", str(checkout))
+    assert (res.returncode, res.stderr.count("applies cleanly")) == (0, 0), res.stderr
+    assert res.stdout.splitlines()[1].split()[-2:] == ["applies", "cleanly"], res.stdout
     (tmp_path / "bin").rename(tmp_path / "bin-check")
     res = run_with_failing(tmp_path, "version", "targets")
     assert (res.returncode, res.stderr) == (0, ""), res.stderr

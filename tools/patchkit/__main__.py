@@ -10,8 +10,8 @@ on the way (an exception in `__del__` or a weakref callback is only printed) sti
 130, never in a run that looks finished, and lets the next Ctrl-C in. A Ctrl-C after the
 answer is decided is ignored: the exit is already 130 or the command's own.
 
-GitPython runs `git version` when it is imported, which happens when a command that uses git
-runs; the CLI says a git that fails there in one line, with the tool-missing code.
+GitPython runs `git version` when it is imported, which happens when a command first reads a
+git object; the CLI says a git that fails there in one line, with the tool-missing code.
 """
 import signal
 

@@ -64,6 +64,27 @@ def run(
     return result
 
 
+def spawn(cmd: Sequence[str], *, cwd: str | os.PathLike | None = None, env: Mapping[str, str] | None = None,
+          input: bytes | None = None) -> subprocess.Popen:
+    """Start cmd (never through a shell) with its stdout and stderr as pipes of bytes and input
+    (from a temporary file: no pipe to deadlock on) as its stdin, for a caller that waits on it
+    itself (the git facade: its deadline, a transfer's progress). ToolMissing when cmd[0] is
+    not there."""
+    argv = [str(c) for c in cmd]
+    log.debug("run (spawned): %s (cwd=%s)", " ".join(argv), cwd)
+    with contextlib.ExitStack() as stack:
+        stdin = subprocess.DEVNULL
+        if input is not None:
+            stdin = stack.enter_context(tempfile.TemporaryFile())
+            stdin.write(input)
+            stdin.seek(0)
+        try:
+            return subprocess.Popen(argv, cwd=None if cwd is None else str(cwd), env=None if env is None else dict(env),
+                                    stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        except FileNotFoundError as exc:
+            raise ToolMissing(f"{argv[0]} is not installed or not on PATH") from exc
+
+
 def run_lines(cmd: Sequence[str], on_line: Callable[[str], None], *, cwd: str | os.PathLike | None = None,
               env: Mapping[str, str] | None = None, keep: int = 400) -> Result:
     """Run cmd (never through a shell), its stdout and stderr merged and handed to on_line a line

@@ -119,8 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError as exc:
         if "Failed to initialize" not in str(exc):  # GitPython's words when its `git version` at import fails
             return crashed()
-        # The git facade is imported by the commands that use git, when they run: a git that
-        # GitPython cannot start is one line and the tool-missing code, not an internal error.
+        # GitPython is imported when a command first reads a git object: a git that GitPython
+        # cannot start is one line and the tool-missing code, not an internal error.
         cause = str(exc.__cause__ or exc).strip().splitlines()
         said = next((line.strip() for line in reversed(cause) if line.strip()), "no answer")
         _say(f"patchkit: error: the version control tool does not work here ({said[:200]})", err=True)

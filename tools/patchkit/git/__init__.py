@@ -1,7 +1,8 @@
-"""The git facade: the one way this package talks to git, built on GitPython.
+"""The git facade: the one way this package talks to git, with GitPython as its object database.
 
 `Repo` is its face (repo.py); its rooms, by concern:
-- runner.py: the command runner with our environment policy, GitError, the deadline;
+- runner.py: the command runner (through proc.py) with our environment policy, GitError, the
+  deadline; GitPython's repository, imported when a command first reads an object;
 - refs.py: refs, the work tree, worktrees, history, finding a target's ref;
 - objects.py: the persistent `cat-file --batch` reader, blobs, trees, commits, and the text
   operations git owns (trailers, merge-file, format-patch, archive); index.py: the private,
@@ -13,9 +14,9 @@
   (make backport);
 - baseline.py: raw git as a person types it, the command lines make bench measures ours against.
 
-Where GitPython has no API for an operation (apply --cached, format-patch, archive,
-interpret-trailers, merge-file, sparse-checkout, fast-import, worktree ...), the facade calls
-that git command through GitPython's runner, so environment and errors stay uniform. Never
+Every git command (apply --cached, format-patch, archive, interpret-trailers, merge-file,
+sparse-checkout, fast-import, worktree ...) runs through the runner, so environment and errors
+stay uniform; GitPython reads and writes objects (cat-file --batch, gitdb) and reads an index. Never
 os.chdir, never a shell. No module outside this package imports GitPython or runs git
 (tests/test_house.py). Callers import from `patchkit.git` only.
 """

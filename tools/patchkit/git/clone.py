@@ -7,7 +7,7 @@ from pathlib import Path
 from .. import progress
 from ..errors import NotFound
 from .repo import Repo
-from .runner import GitError, _Git
+from .runner import GitError, GitRunner
 from .transfer import LOCAL_UPLOAD_PACK, _transfer
 
 
@@ -21,7 +21,7 @@ def _as_url(url: str) -> tuple[str, bool]:
 
 def clone(url: str, dest: Path) -> Repo:
     """A full clone (every object copied, even from a local path)."""
-    _transfer(_Git(None), ["clone", "--no-local", url, str(dest)], f"cloning {url} (full)", remote=url)
+    _transfer(GitRunner(None), ["clone", "--no-local", url, str(dest)], f"cloning {url} (full)", remote=url)
     return Repo(dest)
 
 
@@ -46,7 +46,7 @@ def partial_clone(url: str, dest: Path, ref: str, sparse_paths: Iterable[str], *
     pack = ["--upload-pack", LOCAL_UPLOAD_PACK] if local else []
     shallow = ["--depth", str(depth)] if depth else []
     try:
-        _transfer(_Git(None), ["clone", *pack, f"--filter={filter}", *shallow, "--no-checkout", "--single-branch",
+        _transfer(GitRunner(None), ["clone", *pack, f"--filter={filter}", *shallow, "--no-checkout", "--single-branch",
                                "--branch", ref, "--", url, str(dest)], f"cloning {ref} from {url}",
                   remote=url)
     except GitError as exc:

@@ -10,7 +10,6 @@ import datetime
 import re
 from collections.abc import Mapping, Sequence
 
-from gitdb.util import hex_to_bin
 
 from .runner import GitError, Identity, Sha
 from .transfer import _transfer
@@ -170,5 +169,5 @@ class HistoryMixin:
             # git sorts a tree's entries by name, a directory's name as if it ended in '/'
             key = name.encode("utf-8", "surrogateescape") + (b"/" if mode == TREE_MODE else b"")
             entries.append((key, mode.lstrip("0").encode() + b" " + name.encode("utf-8", "surrogateescape")
-                            + b"\0" + hex_to_bin(sha)))
+                            + b"\0" + bytes.fromhex(sha)))
         return self.write_object("tree", b"".join(e for _k, e in sorted(entries)))

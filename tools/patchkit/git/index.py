@@ -28,8 +28,6 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from git.index.fun import read_cache
-from gitdb.util import hex_to_bin
 
 from .runner import Result, Sha
 
@@ -144,6 +142,7 @@ class Index:
         return {p: e for p, e in found.items() if not want or p in want}
 
     def _read_file(self) -> dict[str, Entry] | None:
+        from git.index.fun import read_cache  # GitPython's reader, imported when an index is read
         try:
             with open(self.path, "rb") as f:
                 _version, entries, extensions, _sha = read_cache(f)
@@ -188,7 +187,7 @@ class Index:
             return tree
         if not entries:
             return None
-        data = b"".join(mode + b" " + name + b"\0" + hex_to_bin(sha)
+        data = b"".join(mode + b" " + name + b"\0" + bytes.fromhex(sha)
                         for name, (mode, sha) in sorted(entries.items(), key=_order))
         return self.repo.write_object("tree", data)
 

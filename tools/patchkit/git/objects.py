@@ -15,15 +15,9 @@ from collections.abc import Iterator, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from git.exc import GitCommandError
-from git.objects.util import altz_to_utctz_str
-from gitdb import IStream
-from gitdb.db.loose import LooseObjectDB
-from gitdb.util import hex_to_bin
-
 from .. import scratch
 from .index import Index
-from .runner import GitError, Identity, Sha, identity_env
+from .runner import GitError, Identity, Sha, gitpython_errors, identity_env
 
 
 # interpret-trailers with no configuration at all: trailer.* cannot be reset with -c (a
@@ -57,6 +51,7 @@ class ObjectsMixin:
 
     def commit_info(self, rev: str) -> CommitInfo:
         """Parents, author, committer, tree and message of a commit, from the object database."""
+        from git.objects.util import altz_to_utctz_str
         with self._objects(f"cat-file commit {rev}"):
             c = self._repo.commit(rev)
             c.tree  # noqa: B018 - read now, inside the error boundary
@@ -119,12 +114,12 @@ class ObjectsMixin:
     def read_object(self, sha: str) -> bytes:
         """An object's raw content (a tree's entries, a blob's bytes), by id."""
         with self._objects(f"cat-file --batch {sha}"):
-            return self._repo.odb.stream(hex_to_bin(sha)).read()
+            return self._repo.odb.stream(bytes.fromhex(sha)).read()
 
     def read_blob(self, sha: str) -> bytes:
         """A blob's bytes, by id (lazily fetched in a blobless clone)."""
         with self._objects(f"cat-file blob {sha}"):
-            return self._repo.odb.stream(hex_to_bin(sha)).read()
+            return self._repo.odb.stream(bytes.fromhex(sha)).read()
 
     @contextlib.contextmanager
     def _objects(self, what: str) -> Iterator[None]:
@@ -134,7 +129,7 @@ class ObjectsMixin:
         is dropped, to be started afresh on the next read."""
         try:
             yield
-        except (ValueError, GitCommandError, OSError, AssertionError) as exc:
+        except (ValueError, OSError, AssertionError, *gitpython_errors()[:1]) as exc:
             self.close()
             msg = " ".join(str(getattr(exc, "stderr", "") or exc).split())
             raise GitError(["git", *what.split()], getattr(exc, "status", -1) if isinstance(
@@ -150,7 +145,7 @@ class ObjectsMixin:
                 return None
             with self._objects(f"cat-file --batch {rev}:{path}"):
                 raise
-        except (GitCommandError, OSError, AssertionError):
+        except (OSError, AssertionError, *gitpython_errors()[:1]):
             with self._objects(f"cat-file --batch {rev}:{path}"):
                 raise
         return data if typ in (b"blob", "blob") else None  # GitPython gives the type as bytes
@@ -173,6 +168,8 @@ class ObjectsMixin:
         """Store data as a loose object of kind (blob, tree, commit); its id. Written by gitdb
         in this process, as git writes one (GitPython's own store runs a git hash-object each
         time, and a radar writes hundreds)."""
+        from gitdb import IStream
+        from gitdb.db.loose import LooseObjectDB
         with self._objects(f"hash-object -w -t {kind} --stdin"):
             stream = LooseObjectDB.store(self._repo.odb, IStream(kind, len(data), _BytesReader(data)))
         return Sha(stream.hexsha.decode() if isinstance(stream.hexsha, bytes) else stream.hexsha)

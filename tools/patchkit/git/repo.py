@@ -12,8 +12,7 @@ import os
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
-
-from git.exc import InvalidGitRepositoryError, NoSuchPathError
+from typing import Any
 
 from .. import identity
 from ..errors import NotFound
@@ -21,7 +20,7 @@ from .changes import ChangesMixin
 from .history import HistoryMixin
 from .objects import ObjectsMixin
 from .refs import RefsMixin
-from .runner import GitError, Identity, Result, _call, _Git, _GitPythonRepo, run_git
+from .runner import GitError, Identity, Result, GitRunner, _call, gitpython_errors, gitpython_repo, run_git
 from .transfer import TransferMixin
 
 
@@ -30,8 +29,8 @@ class Repo(RefsMixin, ObjectsMixin, TransferMixin, HistoryMixin, ChangesMixin):
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
-        self._runner = _Git(self.path)
-        self._gitpython: _GitPythonRepo | None = None
+        self._runner = GitRunner(self.path)
+        self._gitpython: Any = None  # GitPython's Repo, made (and GitPython imported) on first use
 
     def user_command(self, *args: str) -> str:
         """A git command line for the user to run on this checkout, as a hint says it."""
@@ -55,11 +54,11 @@ class Repo(RefsMixin, ObjectsMixin, TransferMixin, HistoryMixin, ChangesMixin):
 
     # -- the two ways in: GitPython's repository (objects) and its command runner ----------
     @property
-    def _repo(self) -> _GitPythonRepo:
+    def _repo(self) -> Any:
         if self._gitpython is None:
             try:
-                self._gitpython = _GitPythonRepo(self.path)
-            except (InvalidGitRepositoryError, NoSuchPathError) as exc:
+                self._gitpython = gitpython_repo(self.path)
+            except gitpython_errors()[1:] as exc:
                 raise NotFound(f"{self.path} is not a git repository") from exc
         return self._gitpython
 

@@ -1,5 +1,8 @@
-"""The runner core of the git facade: every git command goes through GitPython's command
-runner here, with our environment policy, and every exit code is checked.
+"""The runner core of the git facade: every git command runs here, through the one subprocess
+chokepoint (proc.py), with our environment policy, and every exit code is checked. GitPython
+is the object database (objects.py: one persistent cat-file --batch), imported when a command
+first reads an object: `check` and most commands never do, and importing GitPython cost a
+third of their start (it runs `git version` twice as it is imported, #34 item 4).
 
 - Policy: no prompts, no editor, no pager, LC_ALL=C; the inherited variables that would point
   git at another repository (GIT_DIR, GIT_INDEX_FILE, ... as set inside a hook) are removed,
@@ -14,20 +17,17 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import tempfile
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NewType
+from typing import Any, NewType
+
+from .. import proc
+from ..errors import CommandError
 
 # Without git on PATH, GitPython's import would fail; we say "git is missing" at the first call.
 os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
-
-import git as gitpy  # noqa: E402  (GitPython)
-from git.exc import GitCommandError, GitCommandNotFound  # noqa: E402
-
-from ..errors import CommandError, ToolMissing  # noqa: E402
 
 Sha = NewType("Sha", str)
 
@@ -96,7 +96,7 @@ class GitError(CommandError):
 @contextlib.contextmanager
 def _without_redirects() -> Iterator[None]:
     # GitPython builds each child's environment from os.environ and can add variables but
-    # not remove them; so the redirecting ones are out of os.environ while a child starts.
+    # not remove them; so the redirecting ones are out of os.environ while its cat-file starts.
     # Git commands run on one thread here, so the window is not shared.
     saved = {k: os.environ.pop(k) for k in list(os.environ) if k in _REDIRECTS}
     try:
@@ -105,22 +105,57 @@ def _without_redirects() -> Iterator[None]:
         os.environ.update(saved)
 
 
-class _Git(gitpy.Git):
-    """GitPython's command runner with our environment policy."""
+class GitRunner:
+    """Where git commands run (a repository's work tree; None: anywhere), with our policy."""
 
     def __init__(self, working_dir: str | os.PathLike | None = None) -> None:
-        super().__init__(working_dir)
-        self.update_environment(**POLICY)
+        self._working_dir = None if working_dir is None else str(working_dir)
 
-    def execute(self, command, *args, **kwargs):  # type: ignore[override]
-        with _without_redirects():
-            return super().execute(command, *args, **kwargs)
+    def environment(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        """A git child's environment: the user's without the redirecting variables, our policy
+        over it, then extra (a private GIT_INDEX_FILE, an identity)."""
+        env = {k: v for k, v in os.environ.items() if k not in _REDIRECTS}
+        env.update(POLICY)
+        env.update(extra or {})
+        return env
+
+    def start(self, args: Sequence[str], env: Mapping[str, str] | None = None, input: bytes | None = None):
+        """`git args` started (the overrides first), its output as pipes; ToolMissing without git."""
+        return proc.spawn(argv(args), cwd=self._working_dir, env=self.environment(env), input=input)
 
 
-class _GitPythonRepo(gitpy.Repo):
-    """git.Repo whose command runner, and so whose cat-file process, follows our policy."""
+_GITPYTHON: dict[str, Any] = {}
 
-    GitCommandWrapperType = _Git
+
+def gitpython_repo(path: Path) -> Any:
+    """GitPython's repository at path, its command runner (and so its cat-file process)
+    following our policy. GitPython is imported here, on first use."""
+    if "repo" not in _GITPYTHON:
+        import git as gitpy
+
+        class _Git(gitpy.Git):
+            """GitPython's command runner with our environment policy."""
+
+            def __init__(self, working_dir: str | os.PathLike | None = None) -> None:
+                super().__init__(working_dir)
+                self.update_environment(**POLICY)
+
+            def execute(self, command, *args, **kwargs):  # type: ignore[override]
+                with _without_redirects():
+                    return super().execute(command, *args, **kwargs)
+
+        class _GitPythonRepo(gitpy.Repo):
+            GitCommandWrapperType = _Git
+
+        _GITPYTHON["repo"] = _GitPythonRepo
+    return _GITPYTHON["repo"](path)
+
+
+def gitpython_errors() -> tuple[type[BaseException], ...]:
+    """What GitPython raises when its git process fails or cannot start, or its repository is
+    none: (GitCommandError, InvalidGitRepositoryError, NoSuchPathError)."""
+    from git.exc import GitCommandError, InvalidGitRepositoryError, NoSuchPathError
+    return GitCommandError, InvalidGitRepositoryError, NoSuchPathError
 
 
 @dataclass(frozen=True)
@@ -136,64 +171,51 @@ class Result:
         return self.stdout.decode("utf-8", "surrogateescape").removesuffix("\n")
 
 
-def _call(runner: _Git, args: Sequence[str], *, env: Mapping[str, str] | None = None,
+def _call(runner: GitRunner, args: Sequence[str], *, env: Mapping[str, str] | None = None,
           input: str | bytes | None = None, check: bool = True, timeout: float | None = None) -> Result:
-    """Run `git args` through GitPython's runner; GitError when it fails and check is set."""
+    """Run `git args`; GitError when it fails and check is set."""
     cmd = ["git", *[str(a) for a in args]]  # as errors name it; argv(args) is what runs
-    kwargs: dict = {"with_extended_output": True, "with_exceptions": False, "stdout_as_string": False,
-                    "strip_newline_in_stdout": False}
-    if env:
-        kwargs["env"] = dict(env)
-    with contextlib.ExitStack() as stack:
-        if input is not None:
-            # GitPython hands stdin to Popen as a file; a temporary file avoids pipe deadlocks.
-            data = input.encode("utf-8", "surrogateescape") if isinstance(input, str) else input
-            stream = stack.enter_context(tempfile.TemporaryFile())
-            stream.write(data)
-            stream.seek(0)
-            kwargs["istream"] = stream
-        try:
-            if timeout is None:
-                status, out, err = runner.execute(argv(args), **kwargs)
-            else:
-                status, out, err = _execute_with_deadline(runner, argv(args), kwargs, timeout)
-        except GitCommandNotFound as exc:
-            raise ToolMissing("git is not installed or not on PATH") from exc
-        except GitCommandError as exc:  # with_exceptions=False: only a failure to start or a timeout
-            raise GitError(cmd, exc.status if isinstance(exc.status, int) else -1, "", str(exc.stderr),
-                           runner._working_dir) from exc
-    result = Result(tuple(cmd), status, out or b"", err or "")
+    data = input.encode("utf-8", "surrogateescape") if isinstance(input, str) else input
+    child = runner.start(args, env, data)
+    if timeout is None:
+        out, err = child.communicate()
+        said = err.decode("utf-8", "surrogateescape")
+    else:
+        out, said = _communicate_with_deadline(child, timeout)
+    status = child.returncode
+    result = Result(tuple(cmd), status, out or b"", said.removesuffix("\n"))
     if check and status != 0:
-        raise GitError(cmd, status, result.stdout.decode("utf-8", "replace"), result.stderr,
-                       None if runner._working_dir is None else str(runner._working_dir))
+        raise GitError(cmd, status, result.stdout.decode("utf-8", "replace"), result.stderr, runner._working_dir)
     return result
 
 
-def _execute_with_deadline(runner: _Git, cmd: list[str], kwargs: dict, timeout: float) -> tuple[int, bytes, str]:
-    """execute, with the process tree killed after timeout seconds.
+def _communicate_with_deadline(child: Any, timeout: float) -> tuple[bytes, str]:
+    """child's output, with its process tree killed after timeout seconds.
 
     Not GitPython's kill_after_timeout: its watchdog is a non-daemon Timer that nothing
     cancels when the wait is interrupted, so after Ctrl-C during a clone the process said
     'interrupted' and then hung for the whole timeout (30 minutes) before it could exit."""
-    child = runner.execute(cmd, as_process=True, istream=kwargs.get("istream"), env=kwargs.get("env"))
     expired = threading.Event()
-    timer = threading.Timer(timeout, lambda: (expired.set(), _kill_tree(child.proc.pid)))
+    timer = threading.Timer(timeout, lambda: (expired.set(), _kill_tree(child.pid)))
     timer.daemon = True
     timer.start()
     try:
-        out, err = child.proc.communicate()
+        out, err = child.communicate()
+    except BaseException:
+        _kill_tree(child.pid)
+        child.wait()
+        raise
     finally:
         timer.cancel()
-    status = child.proc.returncode
     if expired.is_set():
-        err = f"git did not complete in {timeout:g} s (PATCHKIT_NETWORK_TIMEOUT)".encode()
-    return status, out or b"", (err or b"").decode("utf-8", "replace").rstrip("\n")
+        return out or b"", f"git did not complete in {timeout:g} s (PATCHKIT_NETWORK_TIMEOUT)"
+    return out or b"", (err or b"").decode("utf-8", "replace").rstrip("\n")
 
 
 def run_git(*args: str, cwd: str | os.PathLike | None = None, input: str | bytes | None = None,
             check: bool = True, timeout: float | None = None) -> Result:
     """A git command outside any repository (clone, init, ls-remote)."""
-    return _call(_Git(cwd), args, input=input, check=check, timeout=timeout)
+    return _call(GitRunner(cwd), args, input=input, check=check, timeout=timeout)
 
 
 def check_ref_format(ref: str) -> bool:

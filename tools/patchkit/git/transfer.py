@@ -12,12 +12,10 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from git.exc import GitCommandNotFound
-
 from .. import progress
-from ..errors import NotFound, ToolMissing
+from ..errors import NotFound
 from ..proc import TimeoutExpired
-from .runner import GitError, Result, Sha, _Git, _kill_tree, _without_redirects, argv
+from .runner import GitError, Result, GitRunner, Sha, _kill_tree
 
 _FULL_ID = re.compile(r"[0-9a-f]{40}")
 FETCH_BATCH = 10_000  # object ids per fetch command line (410 kB of arguments; Linux allows 2 MB)
@@ -210,7 +208,7 @@ class TransferMixin:
 
 
 
-def _transfer(runner: _Git, args: Sequence[str], what: str, *, check: bool = True,
+def _transfer(runner: GitRunner, args: Sequence[str], what: str, *, check: bool = True,
               config: Sequence[str] = (), remote: str = "", progress_flag: bool = True) -> Result:
     """clone, fetch or ls-remote, watched: git's own progress goes to our stderr as git draws
     it when progress is shown (its messages are kept for the error either way).
@@ -280,14 +278,9 @@ def _seconds(name: str, default: float) -> float:
         return default
 
 
-def _call_watched(runner: _Git, args: Sequence[str], check: bool, remote: str, what: str) -> Result:
+def _call_watched(runner: GitRunner, args: Sequence[str], check: bool, remote: str, what: str) -> Result:
     cmd = ["git", *[str(a) for a in args]]
-    try:
-        with _without_redirects():
-            child = runner.execute(argv(args), as_process=True)
-    except GitCommandNotFound as exc:
-        raise ToolMissing("git is not installed or not on PATH") from exc
-    proc = child.proc
+    proc = runner.start(args)
     show = progress.enabled()
     kept, out = bytearray(), bytearray()
     last = [time.monotonic()]
