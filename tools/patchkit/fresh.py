@@ -37,7 +37,7 @@ NO_ORIGIN = "no origin"  # the checkout has no origin to fetch from
 _RECORD = S.record({"ref": S.string(), "commit": S.string(), "at": S.string()}, unknown=True)
 # The refs a command fetched or cloned, by its Repo (each command opens its own): one fetch per
 # ref per command, however many sets share the ref and whether obtain fetched it first.
-_NOW: weakref.WeakKeyDictionary[Repo, dict[str, tuple[str, str]]] = weakref.WeakKeyDictionary()
+_NOW: weakref.WeakKeyDictionary[Repo, dict[str, tuple[str, str, str]]] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -82,13 +82,13 @@ def _now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
 
 
-def record(repo: Repo, local: str, how: str = FETCHED) -> str:
-    """Note that this command fetched local (or cloned it) now, for its view and for later runs;
-    the time noted."""
-    sha, at = repo.rev_parse(local), _now()
+def record(repo: Repo, local: str, how: str = FETCHED, sha: str | None = None) -> str:
+    """Note that this command fetched local (or cloned it) now, at sha when the caller knows it,
+    for its view and for later runs; the time noted."""
+    sha, at = sha or repo.rev_parse(local), _now()
     if sha is not None:
         state.write(repo, f"fetched/{local}", {"ref": local, "commit": sha, "at": at}, shared=True)
-        _NOW.setdefault(repo, {})[local] = (how, at)
+        _NOW.setdefault(repo, {})[local] = (how, at, sha)
     return at
 
 
@@ -112,26 +112,28 @@ def view(repo: Repo, ps: PatchSet, *, fetch: bool = True, url: str | None = None
     of it: which commit is judged, and how fresh it is. NotFound when the ref is not here and
     cannot be fetched (its command fetches from origin, else from url or the set's upstream)."""
     ref, url = ps.upstream.ref, url or ps.upstream.url
-    local = _here(repo, ref)
     done = _NOW.get(repo, {})
-    if local in done:  # fetched (or cloned) by this command already
-        return _view(repo, local, *done[local])
+    known = next((c for c in ref_candidates(ref) if c in done), None)
+    if known is not None:  # fetched (or cloned) by this command already: its commit is known
+        how, at, sha = done[known]
+        return View(known, Sha(sha), how, at)
+    local, sha = _here(repo, ref)
     if local is not None and local.startswith("refs/tags/"):
-        return _view(repo, local, TAG)
+        return View(local, sha, TAG)
     if not fetch:
         if local is None:
             resolve_target_ref(repo, ref, url)  # NotFound, with the command that fetches it
-        return _view(repo, local, NOT_FETCHED, last_fetch(repo, local))
+        return View(local, sha, NOT_FETCHED, last_fetch(repo, local))
     if not repo.config_get("remote.origin.url"):
         if local is None:
             resolve_target_ref(repo, ref, url)
-        return _view(repo, local, NO_ORIGIN, last_fetch(repo, local))
-    before = repo.rev_parse(local) if local else None
+        return View(local, sha, NO_ORIGIN, last_fetch(repo, local))
+    before = sha if local else None
     try:
         if local is None:
             if not repo.fetch_ref(ref):
                 raise NotFound(f"{ref} is not in {repo.path} nor on origin ({repo.config_get('remote.origin.url')})")
-            local, said = _here(repo, ref), ""
+            local, said = _here(repo, ref)[0], ""
         else:
             local, said = repo.refresh_ref(local)
     except TransferFailed as exc:
@@ -141,17 +143,20 @@ def view(repo: Repo, ps: PatchSet, *, fetch: bool = True, url: str | None = None
         if not said:
             raise
     if said:
-        found = _here(repo, ref)
+        found = _here(repo, ref)[0]
         if found is None:
             raise NotFound(f"{ref} is not in {repo.path}, and origin could not be reached ({said}); "
                            f"run when it can: {fetch_command(repo, ref, url)}")
         return _view(repo, found, OFFLINE, last_fetch(repo, found), why=said)
-    return _view(repo, local, FETCHED, record(repo, local), before=before or "")
+    at = record(repo, local)
+    return View(local, Sha(_NOW.get(repo, {}).get(local, ("", "", ""))[2]), FETCHED, at, before or "")
 
 
-def _here(repo: Repo, ref: str) -> str | None:
-    """Where the checkout has the set's ref (resolve_target_ref's order), or None."""
-    return next((c for c in ref_candidates(ref) if repo.rev_parse(c)), None)
+def _here(repo: Repo, ref: str) -> tuple[str | None, Sha]:
+    """Where the checkout has the set's ref (resolve_target_ref's order) and its commit, in one
+    git process; (None, '') when it has none."""
+    found = repo.rev_parse_many(ref_candidates(ref))
+    return next(((c, sha) for c, sha in found.items() if sha), (None, Sha("")))
 
 
 def _view(repo: Repo, local: str, how: str, at: str = "", before: str = "", why: str = "") -> View:

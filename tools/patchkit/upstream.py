@@ -129,7 +129,8 @@ def _clone(ps: PatchSet, src: Path, url: str | None, hold: contextlib.ExitStack 
             # folder that was already there left it behind): see lock.hold for who waited on it.
             _drop_clone_lock(src)
     landed = Repo(src)
-    fresh.record(landed, resolve_target_ref(landed, ps.upstream.ref)[0], fresh.CLONED)
+    local, sha = resolve_target_ref(landed, ps.upstream.ref)
+    fresh.record(landed, local, fresh.CLONED, sha)
     return landed, True
 
 

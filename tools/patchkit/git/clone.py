@@ -43,20 +43,20 @@ def partial_clone(url: str, dest: Path, ref: str, sparse_paths: Iterable[str], *
     the lazy fetches after it, as GitHub does for everyone.
     """
     url, local = _as_url(url)
-    pack = ["--upload-pack", LOCAL_UPLOAD_PACK] if local else []
+    # The clone's config is written as git clones (--config), not by a git config each after it:
+    # the upload-pack for the lazy fetches of a local upstream; and index version 4, as the
+    # index lists every path of the commit (skip-worktree outside the sparse paths), so it is
+    # most of what the clone holds on disk, and version 4 prefix-compresses its paths (-40 %).
+    pack = ["--upload-pack", LOCAL_UPLOAD_PACK, "--config", f"remote.origin.uploadpack={LOCAL_UPLOAD_PACK}"] \
+        if local else []
     shallow = ["--depth", str(depth)] if depth else []
     try:
-        _transfer(GitRunner(None), ["clone", *pack, f"--filter={filter}", *shallow, "--no-checkout", "--single-branch",
-                               "--branch", ref, "--", url, str(dest)], f"cloning {ref} from {url}",
-                  remote=url)
+        _transfer(GitRunner(None), ["clone", *pack, "--config", "index.version=4", f"--filter={filter}", *shallow,
+                                    "--no-checkout", "--single-branch", "--branch", ref, "--", url, str(dest)],
+                  f"cloning {ref} from {url}", remote=url)
     except GitError as exc:
         raise NotFound(f"cannot clone {ref} from {url}: {exc.first_line()}") from exc
     repo = Repo(dest)
-    if local:
-        repo.config_set("remote.origin.uploadpack", LOCAL_UPLOAD_PACK)
-    # The index lists every path of the commit (skip-worktree outside the sparse paths), so it
-    # is most of what the clone holds on disk; version 4 prefix-compresses its paths (-40 %).
-    repo.config_set("index.version", "4")
     repo.sparse_checkout(sparse_paths)
     with progress.step(f"checking out {ref} (only the set's paths)"):
         repo.checkout(ref)

@@ -32,6 +32,7 @@ from typing import Any
 from .runner import Result, Sha
 
 TREE = b"40000"
+_FULL_ID = re.compile(r"[0-9a-f]{40}")
 Entry = tuple[bytes, str]  # (mode, object id) as a tree holds them
 
 
@@ -45,6 +46,7 @@ class Index:
         # version 2 whatever the repository says (our clones set index.version=4): GitPython reads it
         self._env = {"GIT_INDEX_FILE": str(path), "GIT_INDEX_VERSION": "2"}
         self._tree: Sha | None = None  # the base, then the last tree written
+        self._rev: str | None = None  # the base as given, until its tree is needed (write_tree)
         self._known: dict[str, Entry | None] = {}  # each loaded path's entry in _tree
 
     def _run(self, *args: str, input: str | bytes | None = None, check: bool = True) -> Result:
@@ -53,8 +55,9 @@ class Index:
         return self.repo._run("-c", "core.splitIndex=false", *args, env=self._env, input=input, check=check)
 
     def read_tree(self, rev: str) -> None:
-        """Start over from rev's tree (nothing is read until a path is asked about)."""
-        self._tree = Sha(self.repo._run("rev-parse", "--verify", f"{rev}^{{tree}}").text.strip())
+        """Start over from rev's tree (nothing is read until a path is asked about; rev's tree id
+        only when a tree is written: a probe never needs it, #34 item 4)."""
+        self._tree, self._rev = None, rev
         self._known = {}
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)
@@ -67,10 +70,11 @@ class Index:
         if not want:
             return
         above = {str(a) for p in want for a in PurePosixPath(p).parents if str(a) != "."} - set(self._known)
-        found = self.repo.ls_entries(self._tree, want | above) if self._tree else {}
+        base = self._tree or self._rev  # ls-tree takes a commit as well
+        found = self.repo.ls_entries(base, want | above) if base else {}
         folders = sorted(p for p in want if found.get(p, ("", ""))[1] == "tree")
         if folders:
-            found.update({p: e for p, e in self.repo.ls_below(self._tree, folders).items() if p not in self._known})
+            found.update({p: e for p, e in self.repo.ls_below(base, folders).items() if p not in self._known})
         files = {name: (mode.encode(), sha) for name, (mode, typ, sha) in found.items() if typ != "tree"}
         if files:
             rows = "".join(f"{mode.decode()} {sha}\t{name}\0" for name, (mode, sha) in files.items())
@@ -158,12 +162,22 @@ class Index:
     def write_tree(self) -> Sha:
         """The tree: the last one written (at first the base) with each path staged here that
         changed since laid over it (a loaded path no longer staged is removed)."""
+        if self._rev is not None:
+            self._tree, self._rev = self._base_tree(self._rev), None
         staged = self._entries()
         changes = {p: staged.get(p) for p in set(self._known) | set(staged) if staged.get(p) != self._known.get(p)}
         if changes or self._tree is None:
             self._tree = self._overlay(self._tree, _split(changes)) or self.repo.write_object("tree", b"")
             self._known.update(changes)
         return self._tree
+
+    def _base_tree(self, rev: str) -> Sha:
+        """rev's tree: read from the commit by the object reader, which write_tree uses next
+        anyway, when rev is a commit id; else as git resolves rev^{tree}."""
+        tree = self.repo.tree_of(rev) if _FULL_ID.fullmatch(rev) else None
+        if tree:
+            return tree
+        return Sha(self.repo._run("rev-parse", "--verify", f"{rev}^{{tree}}").text.strip())
 
     # -- trees ----------------------------------------------------------------------------------
     def _overlay(self, tree: Sha | None, changes: "_Changes") -> Sha | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 import tarfile
 from collections.abc import Iterator, Iterable, Sequence
 from dataclasses import dataclass
@@ -26,6 +27,9 @@ from .runner import GitError, Identity, Sha, gitpython_errors, identity_env
 # entries of the user's, and a GIT_DIR that is no repository (interpret-trailers needs none).
 _NO_CONFIG = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_SYSTEM": "/dev/null", "GIT_CONFIG_GLOBAL": "/dev/null",
               "GIT_CONFIG_PARAMETERS": "", "GIT_CONFIG_COUNT": "0", "GIT_DIR": "/dev/null"}
+
+
+_TREE_LINE = re.compile(rb"tree [0-9a-f]{40}\n")
 
 
 @dataclass(frozen=True)
@@ -115,6 +119,15 @@ class ObjectsMixin:
         """An object's raw content (a tree's entries, a blob's bytes), by id."""
         with self._objects(f"cat-file --batch {sha}"):
             return self._repo.odb.stream(bytes.fromhex(sha)).read()
+
+    def tree_of(self, commit: str) -> Sha | None:
+        """The tree of the commit with this id, read by the object reader (no process of its
+        own); None when the id is not a commit's."""
+        with self._objects(f"cat-file --batch {commit}"):
+            stream = self._repo.odb.stream(bytes.fromhex(commit))
+            head = stream.read()[:46] if stream.type in (b"commit", "commit") else b""
+        # a commit's first line is its tree's id (git's object format)
+        return Sha(head[5:45].decode()) if _TREE_LINE.fullmatch(head) else None
 
     def read_blob(self, sha: str) -> bytes:
         """A blob's bytes, by id (lazily fetched in a blobless clone)."""

@@ -24,6 +24,25 @@ class RefsMixin:
             return None  # --quiet: exit 1 and silence mean "no such commit"
         raise GitError(list(res.cmd), res.returncode, res.text, res.stderr, str(self.path))
 
+    def rev_parse_many(self, revs: Sequence[str]) -> dict[str, Sha | None]:
+        """The commit each of revs names (None: none), as rev_parse says it, in one git process
+        (cat-file --batch-check of each `<rev>^{commit}`): a target's ref is looked for in three
+        places, and each was a rev-parse of its own (#34 item 4)."""
+        if not revs:
+            return {}
+        if any(not r or "\n" in r or r.startswith("-") for r in revs):  # a line each; never an option
+            return {r: self.rev_parse(r) for r in revs}
+        lines = self._run("cat-file", "--batch-check=%(objectname) %(objecttype)",
+                          input="".join(f"{r}^{{commit}}\n" for r in revs)).text.split("\n")
+        found: dict[str, Sha | None] = {}
+        for rev, line in zip(revs, lines):
+            sha, _, kind = line.partition(" ")
+            if line.endswith(" ambiguous"):  # rev-parse's own words for it (an error)
+                found[rev] = self.rev_parse(rev)
+            else:
+                found[rev] = Sha(sha) if kind == "commit" else None
+        return found
+
     def symbolic_head(self) -> str | None:
         res = self._run("symbolic-ref", "-q", "HEAD", check=False)
         if res.returncode == 0:
@@ -265,8 +284,8 @@ _RELEASE_TAG = re.compile(r"^v[0-9]")
 def resolve_target_ref(repo: "RefsMixin", ref: str, url: str = "") -> tuple[str, Sha]:
     """Where the target's ref is in this checkout, and its commit; NotFound with the command
     that fetches it (from url when the checkout has no origin)."""
-    for cand in ref_candidates(ref):
-        sha = repo.rev_parse(cand)
+    found = repo.rev_parse_many(ref_candidates(ref))  # type: ignore[attr-defined]
+    for cand, sha in found.items():
         if sha:
             return cand, sha
     raise NotFound(f"{ref} is not in {repo.path}; run: {fetch_command(repo, ref, url)}")

@@ -24,6 +24,9 @@ from .runner import GitError, Identity, Result, GitRunner, _call, gitpython_erro
 from .transfer import TransferMixin
 
 
+_COMMON = "\0common"  # the key of the common directory among the cached paths (no git path has a NUL)
+
+
 class Repo(RefsMixin, ObjectsMixin, TransferMixin, HistoryMixin, ChangesMixin):
     """A repository (its work tree when it has one) at a path."""
 
@@ -31,6 +34,9 @@ class Repo(RefsMixin, ObjectsMixin, TransferMixin, HistoryMixin, ChangesMixin):
         self.path = Path(path)
         self._runner = GitRunner(self.path)
         self._gitpython: Any = None  # GitPython's Repo, made (and GitPython imported) on first use
+        # Where git keeps this worktree's files and the shared ones, as git said it: it does not
+        # change while a command runs, and was asked again by each of them (#34 item 4).
+        self._paths: dict[str, Path] = {}
 
     def user_command(self, *args: str) -> str:
         """A git command line for the user to run on this checkout, as a hint says it."""
@@ -42,15 +48,17 @@ class Repo(RefsMixin, ObjectsMixin, TransferMixin, HistoryMixin, ChangesMixin):
         p = Path(path)
         if not p.is_dir():
             raise NotFound(f"{p} does not exist")
-        res = run_git("rev-parse", "--show-toplevel", cwd=p, check=False)
+        res = run_git("rev-parse", "--show-toplevel", "--git-common-dir", cwd=p, check=False)
         if res.returncode != 0 and "not a git repository" in res.stderr:
             raise NotFound(f"{p} is not a git checkout")
         if res.returncode != 0:  # git itself died (a broken config, ...): its words, exit 3
             raise GitError(list(res.cmd), res.returncode, res.text, res.stderr, str(p))
-        top = Path(res.text.strip())
-        if top.resolve() != p.resolve():
+        top, _, common = res.text.partition("\n")
+        if Path(top).resolve() != p.resolve():
             raise NotFound(f"{p} is inside the checkout {top}; give its top directory")
-        return Repo(p)
+        repo = Repo(p)
+        repo._paths[_COMMON] = repo._under(common.strip())
+        return repo
 
     # -- the two ways in: GitPython's repository (objects) and its command runner ----------
     @property
@@ -80,16 +88,21 @@ class Repo(RefsMixin, ObjectsMixin, TransferMixin, HistoryMixin, ChangesMixin):
         """A path inside this worktree's git directory, as git itself places it (`--git-path`):
         what belongs to one checkout (index, an apply's record) is the worktree's own; what
         git shares (objects, refs) is in the common directory."""
-        p = Path(self._out("rev-parse", "--git-path", name))
-        return p if p.is_absolute() else self.path / p
+        if name not in self._paths:
+            self._paths[name] = self._under(self._out("rev-parse", "--git-path", name))
+        return self._paths[name]
 
     def common_path(self, name: str) -> Path:
         """A path inside the git directory every worktree of the repository shares (the lock
         that guards the refs they share)."""
-        common = Path(self._out("rev-parse", "--git-common-dir"))
-        if not common.is_absolute():
-            common = self.path / common
-        return common / name
+        if _COMMON not in self._paths:
+            self._paths[_COMMON] = self._under(self._out("rev-parse", "--git-common-dir"))
+        return self._paths[_COMMON] / name
+
+    def _under(self, said: str) -> Path:
+        """A path git said, relative to this work tree unless absolute."""
+        p = Path(said)
+        return p if p.is_absolute() else self.path / p
 
     def index_path(self) -> Path:
         return self.git_path("index")
