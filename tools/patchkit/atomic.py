@@ -11,7 +11,6 @@ author; this is the state.py helper it grew out of, kept in one place.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import shutil
 import tempfile
@@ -169,6 +168,8 @@ _AT_FDCWD = -100
 def _exchange(a: Path, b: Path) -> bool:
     """Swap two folders in one step (renameat2 RENAME_EXCHANGE); False where the kernel, the
     C library or the filesystem cannot, and nothing moved."""
+    import ctypes  # here: only a swap of folders needs it, and every command imports this module
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         renameat2 = libc.renameat2

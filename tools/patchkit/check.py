@@ -3,12 +3,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import fresh, provenance, series, stack
-from .delta import upstreamfix
 from .errors import BadInput, Hint, NotFound
 from .git import Repo, fetch_command
 from .model import PatchSet
+
+if TYPE_CHECKING:
+    from .delta import upstreamfix
 
 
 @dataclass
@@ -118,7 +121,10 @@ def check(sets: list[PatchSet], *, src: Path, fetch: bool = True) -> Checks:
             outcomes = [series.Outcome(m.patch, m.status, m.commit, p.drift)
                         if p.status == series.CONFLICT and m.status == series.THREEWAY else p
                         for p, m in zip(plain.outcomes, merged.outcomes)]
-        fix = upstreamfix.probe(ps, repo, base, outcomes) if upstreamfix.needs_probe(outcomes) else None
+        fix = None
+        if any(o.status != series.APPLIED for o in outcomes):  # a clean series needs no probe, nor its modules
+            from .delta import upstreamfix
+            fix = upstreamfix.probe(ps, repo, base, outcomes) if upstreamfix.needs_probe(outcomes) else None
         results.append(TargetCheck(ps.target, ps.upstream.ref, base, outcomes, upstream_fix=fix, fixes=fix_checks(ps),
                                    view=seen))
     if results and all(r.base is None for r in results):

@@ -1,7 +1,6 @@
 """The domain: a target names a patch set; a patch set is an ordered series plus metadata."""
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
@@ -314,6 +313,8 @@ class PatchSet:
     @property
     def content_hash(self) -> str:
         """A hash of what the set changes (the patch files), stable across checkouts."""
+        import hashlib  # here: its OpenSSL start was a tenth of loading a set, which most commands never hash
+
         h = hashlib.sha256()
         for patch in self.patches:
             h.update(patch.name.encode() + b"\0" + patch.file.read_bytes() + b"\0")

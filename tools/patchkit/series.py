@@ -9,7 +9,6 @@ apply_series() (the miniature is built from our own files, not by applying patch
 from __future__ import annotations
 
 import contextlib
-import difflib
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -43,6 +42,8 @@ class Drift:
     def rows(self) -> list[tuple[str, int | None, str]]:
         """Expected beside found: (' ' same, '-' expected only, '+' found only; found line number, text)."""
         out: list[tuple[str, int | None, str]] = []
+        import difflib  # here: only a conflict's report needs it
+
         sm = difflib.SequenceMatcher(None, self.expected, self.found, autojunk=False)
         for op, i1, i2, j1, j2 in sm.get_opcodes():
             if op == "equal":

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import io
 import re
-import tarfile
 from collections.abc import Iterator, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -266,6 +265,8 @@ class ObjectsMixin:
         entries = [e for e in entries if e[0] != "160000"]  # submodules: git archive leaves them out too
         self.prefetch([sha for _m, sha, _p in entries])
         mtime = int(self._out("log", "-1", "--format=%ct", rev))
+        import tarfile  # here: only the delta's trees need it, and every command imports this module
+
         with tarfile.open(tar, "w", format=tarfile.PAX_FORMAT) as tf:
             for mode, sha, name in entries:
                 data = self.read_blob(sha)
