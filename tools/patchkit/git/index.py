@@ -24,7 +24,7 @@ import contextlib
 import os
 import struct
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -47,6 +47,10 @@ class Index:
         self._env = {"GIT_INDEX_FILE": str(path), "GIT_INDEX_VERSION": "2"}
         self._tree: Sha | None = None  # the base, then the last tree written
         self._rev: str | None = None  # the base as given, until its tree is needed (write_tree)
+        # The entries of each tree read or written here, by id (a tree never changes): a series'
+        # next commit rewrites the folders the last one wrote, so they are not read back through
+        # the object reader, a round trip for each folder of each patch (#34 item 5).
+        self._trees: dict[str, dict[bytes, Entry]] = {}
         self._known: dict[str, Entry | None] = {}  # each loaded path's entry in _tree
 
     def _run(self, *args: str, input: str | bytes | None = None, check: bool = True) -> Result:
@@ -203,16 +207,22 @@ class Index:
             return None
         data = b"".join(mode + b" " + name + b"\0" + bytes.fromhex(sha)
                         for name, (mode, sha) in sorted(entries.items(), key=_order))
-        return self.repo.write_object("tree", data)
+        written = self.repo.write_object("tree", data)
+        self._trees[written] = entries
+        return written
 
-    def _tree_entries(self, tree: Sha) -> Iterator[tuple[bytes, Entry]]:
-        data = self.repo.read_object(tree)
-        pos = 0
-        while pos < len(data):
-            space = data.index(b" ", pos)
-            nul = data.index(b"\0", space)
-            yield data[space + 1:nul], (_canon(data[pos:space]), data[nul + 1:nul + 21].hex())
-            pos = nul + 21
+    def _tree_entries(self, tree: Sha) -> dict[bytes, Entry]:
+        """A tree's entries (name -> (mode as the index holds it, id)), read once."""
+        if tree not in self._trees:
+            data = self.repo.read_object(tree)
+            entries, pos = {}, 0
+            while pos < len(data):
+                space = data.index(b" ", pos)
+                nul = data.index(b"\0", space)
+                entries[data[space + 1:nul]] = (_canon(data[pos:space]), data[nul + 1:nul + 21].hex())
+                pos = nul + 21
+            self._trees[tree] = entries
+        return self._trees[tree]
 
 
 def _canon(mode: bytes) -> bytes:
