@@ -248,3 +248,61 @@ def test_a_users_split_index_setting_leaves_nothing_in_their_git_folder(tmp_path
         assert index.read("a/b/keep.py") == b"k = 5\n"
     assert sorted(p.name for p in (r / ".git").iterdir()) == before
     assert sh("git", "-C", r, "show", f"{tree}:a/b/keep.py").stdout == "k = 5\n"
+
+
+def _series(r, tmp_path: Path, changes) -> tuple[str, list, list[str]]:
+    """Each change committed in r, then the commits as a series of patch files, parsed as a set's
+    are: (the base, the patches, their diffs)."""
+    from patchkit import patchset
+    base = sh("git", "-C", r, "rev-parse", "HEAD").stdout.strip()
+    diffs = [_diff(r, c) for c in changes]
+    out = tmp_path / "series"
+    sh("git", "-C", r, "format-patch", "-q", "--binary", "-M", "-o", out, f"{base}..HEAD")
+    return base, [patchset.parse_patch(p) for p in sorted(out.glob("*.patch"))], diffs
+
+
+def _applied(monkeypatch, r, base, patches) -> tuple[list[str], int]:
+    """apply_series as make apply records it: the commits, and how many git apply it ran."""
+    from patchkit import series
+    from patchkit.git import Identity, Index
+    calls = []
+    real = Index.apply
+    monkeypatch.setattr(Index, "apply", lambda self, diff, **kw: calls.append(1) or real(self, diff, **kw))
+    res = series.apply_series(Repo(r), base, patches, committer=Identity("C", "c@example.com"),
+                              committer_date="2026-01-01T00:00:00+00:00")
+    monkeypatch.setattr(Index, "apply", real)
+    assert all(o.status == series.APPLIED for o in res.outcomes)
+    return [o.commit for o in res.outcomes], len(calls)
+
+
+def test_a_series_on_files_apart_is_one_git_apply_and_each_patch_its_own_commit(tmp_path, monkeypatch):
+    """#34 item 5: a stack's cold apply ran a git apply and a git commit-tree for each patch.
+    When no two patches touch one file (nor a file where another has a folder), the series is
+    applied in one git apply and each patch committed from it, of its own files: git's own trees
+    commit by commit, the very commits the patch-by-patch way makes; a series that shares a file
+    goes patch by patch, as before."""
+    from patchkit import series
+    r = _repo(tmp_path)
+
+    def write(p, text):
+        def go(r):
+            (r / p).parent.mkdir(parents=True, exist_ok=True)
+            (r / p).write_text(text)
+        return go
+    base, patches, diffs = _series(r, tmp_path / "apart", [
+        write("a/b/keep.py", "k = 2\n"), lambda r: (r / "z/deep/er/x.py").unlink(), write("new/dir/n.py", "n\n"),
+        lambda r: (r / "a/only.py").rename(r / "moved.py"), write("b-c/d.py", "d2\n"),
+        lambda r: (r / "dir x/t\u00e9st \"q\".py").rename(r / "dir x/r\u00e9nam\u00e9.py")])
+    commits, applies = _applied(monkeypatch, r, base, patches)
+    trees = [sh("git", "-C", r, "rev-parse", f"{c}^{{tree}}").stdout.strip() for c in commits]
+    assert (trees, applies) == (_full_index_trees(r, base, diffs), 1)
+    monkeypatch.setattr(series, "_apart", lambda patches: False)  # the patch-by-patch way
+    assert _applied(monkeypatch, r, base, patches) == (commits, len(patches))
+    monkeypatch.undo()
+
+    for name, shared in (("one file", [write("b.py", "b2\n"), write("top.txt", "t2\n"), write("b.py", "b3\n")]),
+                         ("a file, then a folder there", [lambda r: (r / "top.txt").unlink(), write("top.txt/in.py", "i\n")])):
+        base, patches, diffs = _series(r, tmp_path / name.replace(" ", "-"), shared)
+        commits, applies = _applied(monkeypatch, r, base, patches)
+        trees = [sh("git", "-C", r, "rev-parse", f"{c}^{{tree}}").stdout.strip() for c in commits]
+        assert (trees, applies) == (_full_index_trees(r, base, diffs), len(patches)), name

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from .changes import NotOnOrigin, TreeChange, squash_number
 from .runner import POLICY, ZERO, GitError, Identity, Result, Sha, check_ref_format, identity_env, run_git
-from .index import Index
+from .index import Index, diff_paths
 from .objects import CommitInfo
 from .refs import fetch_command, ref_candidates, resolve_target_ref, short_ref
 from .transfer import LOCAL_UPLOAD_PACK, ObjectStats, network_timeout
@@ -33,7 +33,7 @@ from .clone import clone, partial_clone
 from . import baseline
 
 __all__ = ["LOCAL_UPLOAD_PACK", "baseline", "POLICY", "ZERO", "CommitInfo", "TreeChange", "GitError", "Identity", "Index", "NotOnOrigin",
-           "ObjectStats",
+           "ObjectStats", "diff_paths",
            "fetch_command",
            "Repo", "Result", "Sha", "check_ref_format", "clone", "identity_env", "init", "network_timeout",
            "partial_clone", "ref_candidates", "resolve_target_ref", "run_git", "short_ref", "squash_number"]

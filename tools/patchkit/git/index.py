@@ -163,13 +163,17 @@ class Index:
             pos += 8 + int.from_bytes(extensions[pos + 4:pos + 8], "big")
         return {str(path): (b"%o" % e.mode, e.hexsha) for (path, stage), e in entries.items() if stage == 0}
 
-    def write_tree(self) -> Sha:
+    def write_tree(self, only: Iterable[str] | None = None) -> Sha:
         """The tree: the last one written (at first the base) with each path staged here that
-        changed since laid over it (a loaded path no longer staged is removed)."""
+        changed since laid over it (a loaded path no longer staged is removed); with only, of
+        those paths alone (a series applied at once, committed patch by patch: series.py)."""
         if self._rev is not None:
             self._tree, self._rev = self._base_tree(self._rev), None
         staged = self._entries()
-        changes = {p: staged.get(p) for p in set(self._known) | set(staged) if staged.get(p) != self._known.get(p)}
+        paths = set(self._known) | set(staged)
+        if only is not None:
+            paths &= set(only)
+        changes = {p: staged.get(p) for p in paths if staged.get(p) != self._known.get(p)}
         if changes or self._tree is None:
             self._tree = self._overlay(self._tree, _split(changes)) or self.repo.write_object("tree", b"")
             self._known.update(changes)
