@@ -217,3 +217,22 @@ def test_a_setup_that_fails_leaves_no_fetch_running(tmp_path):
         raise ToolMissing("uv pip install failed: the test's own failure")
     with pytest.raises(ProcessLookupError):
         os.kill(int(pidfile.read_text()), 0)
+
+
+def test_the_environment_holds_the_bytecode_of_what_commands_and_pytest_import():
+    """#34: where PYTHONDONTWRITEBYTECODE is set Python only reads bytecode, and every command,
+    every pytest the delta and the tests start, compiled each module it imports from source:
+    pygments' terminal writer and lexers and platformdirs' pytest plugin at each pytest start
+    were left out of make setup's bytecode as if nothing imported them. Every module of
+    site-packages this process imported (pytest, its plugins, patchkit's dependencies) has its
+    bytecode there, and none is of a package envs.UNCOMPILED says no command imports."""
+    import importlib.util
+    import sysconfig
+
+    import git, jinja2, unidiff, yaml  # noqa: F401 - what the commands import
+    site = Path(sysconfig.get_paths()["purelib"]).resolve()
+    imported = {name: Path(m.__file__) for name, m in list(sys.modules.items())
+                if (getattr(m, "__file__", None) or "").endswith(".py") and Path(m.__file__).resolve().is_relative_to(site)}
+    assert "pygments.lexers.python" in imported  # pytest's terminal writer, at every start
+    assert sorted({name.split(".")[0] for name in imported} & set(envs.UNCOMPILED)) == []
+    assert [name for name, file in imported.items() if not Path(importlib.util.cache_from_source(file)).exists()] == []
