@@ -264,3 +264,19 @@ def test_a_conflict_3way_cannot_merge_points_at_threeway_keep_and_it_runs(upstre
     kept = run(hint, env)
     assert kept.returncode == 2 and "Error 1" in kept.stderr and "git am -3 session stopped at patch 1" in kept.stdout
     assert sh("git", "-C", clone, "status", "--porcelain").stdout == f"UU {UTIL}\n"
+
+
+@pytest.mark.parametrize("via_make, said", [
+    (True, "run: PATCHKIT_ROOT='/p q' make apply TRTLLM=main THREEWAY=1 && PATCHKIT_ROOT='/p q' make export TRTLLM=main"),
+    (False, "run: patchkit --root '/p q' apply --target main --threeway 1 && patchkit --root '/p q' export --target main"),
+])
+def test_a_chained_hint_on_another_project_names_it_in_every_step(via_make, said):
+    """radar on a copy of the project (--root, through make) printed `make apply ... && make
+    export ...`: run as printed, the export wrote into the project make runs in, not the one radar read."""
+    from patchkit.cli import COMMANDS
+    from patchkit.errors import Hint
+    from patchkit.text.voice import Voice
+    options = {c.name: {a.dest: (a.flag, a.make) for a in c.args} for c in COMMANDS.values()}
+    voice = Voice(via_make=via_make, command="radar", given={"target": "main"}, options=options, prefix=("--root", "/p q"))
+    step = Hint(command="apply", settings=(("threeway", "1"),))
+    assert voice.hint(Hint(command="export", settings=(), first=(step,))) == said

@@ -238,7 +238,9 @@ def test_a_tag_is_no_pr_base_so_rc25_points_at_the_main_set(checkout, tmp_path, 
     assert code == 0 and "gh pr create --" not in out
     assert "no gh pr create for rc25: v1.3.0rc25 is a tag, and a PR's base must be a branch" in out
     hint = re.search(r"^run: (patchkit .*)$", out, re.M).group(1)
-    assert hint == f"patchkit --root {ROOT} pr --target main --src {checkout} --signoff '{SIGNOFF}' --fork jdoe", hint
+    # main's set has no delta report yet: the way on measures it first (#33 item 7)
+    assert hint == (f"patchkit --root {ROOT} delta --target main --src {checkout} && "
+                    f"patchkit --root {ROOT} pr --target main --src {checkout} --signoff '{SIGNOFF}' --fork jdoe"), hint
 
 
 @pytest.mark.slow  # a failing lint always runs every hook: make test-slow; make test keeps test_lint's failing case

@@ -85,7 +85,7 @@ def test_radar_on_fixed_upstream_with_its_defaults_says_fixed_upstream(fixed_ups
 @pytest.mark.slow  # the second case of a status already held at SINCE: make test-slow (.ci/run)
 def test_radar_since_equals_until_on_a_drifted_main(upstream, tmp_path, capsys, monkeypatch):
     """SINCE=UNTIL on a main where 0001 no longer applies as written. Was: exit 70. Now: said
-    as so already at SINCE, exit 1, with the way on (an earlier SINCE); radar from there names
+    as so already at SINCE, exit 1, with the ways on (an earlier SINCE, or a conflict to resolve by hand); radar from there names
     the commit and that 3-way merges it, and its THREEWAY hint runs as printed."""
     _drift(upstream)
     clone = tmp_path / "trtllm"
@@ -97,14 +97,19 @@ def test_radar_since_equals_until_on_a_drifted_main(upstream, tmp_path, capsys, 
     fix = patchset.load(ROOT, "main").patches[0].name
     tip = sh("git", "-C", clone, "rev-parse", "main").stdout.strip()
     assert f"verdict: {fix} already does not apply cleanly at SINCE {tip[:12]} or before" in out
-    assert out.rstrip().endswith("choose another SINCE (an earlier commit of the ref, where the set still applied)")
-    assert main([*radar, "--since", "main~1"]) == 1
+    assert "\nchoose another SINCE (an earlier commit of the ref, where the set still applied)\n" in out
+    assert out.rstrip().endswith(f"run: make apply TRTLLM=main TRTLLM_SRC={clone} THREEWAY=keep"
+                                 " (resolve the conflict by hand; it prints the next steps)"), out
+    root = copy_root(tmp_path)  # the hint's export writes the set: into a copy of the project
+    assert main(["--root", str(root), *radar, "--since", "main~1"]) == 1
     out = capsys.readouterr().out
     assert f"verdict: {fix} stops applying cleanly at {tip[:12]} (" in out and "; 3-way merges it" in out
-    hint = re.search(r"^run: (make apply .*THREEWAY=1)$", out, re.M).group(1)
-    assert hint == f"make apply TRTLLM=main TRTLLM_SRC={clone} THREEWAY=1"
-    ran = sh("make", "--no-print-directory", "-C", ROOT, *shlex.split(hint)[1:], check=False)
-    assert ran.returncode == 0, ran.stderr
+    assert (m := re.search(r"^run: (.*make apply .*THREEWAY=1 && .*make export .*)$", out, re.M)), out
+    env = dict(os.environ, SETUP="", PATCHKIT=f"{sys.executable} -m patchkit")
+    env.pop("PATCHKIT_VIA_MAKE")
+    ran = subprocess.run(["bash", "-c", m.group(1)], cwd=ROOT, env=env, text=True, capture_output=True)
+    assert ran.returncode == 0, (m.group(1), ran.stderr)
+    assert main(["--root", str(root), "check", "--target", "main", "--src", str(clone)]) == 0
 
 
 def _quiet_radar(capsys, tmp_path, src, *url) -> dict:

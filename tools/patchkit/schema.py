@@ -56,6 +56,10 @@ def load_yaml(text: str, where: str, max_aliases: int = MAX_ALIASES) -> Any:
     """Safe-load YAML text after checking, on the event stream (no recursion), depth and aliases."""
     if len(text) > MAX_BYTES:
         raise BadInput(f"{where}: more than {MAX_BYTES} bytes")
+    try:  # text git gave us keeps bytes that are not UTF-8 as surrogates: libyaml takes UTF-8 only
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise BadInput(f"{where}: not UTF-8 text (character {exc.start})") from None
     aliases = 0
     # One open mapping or sequence per level: [path, keys seen (None: a sequence), awaiting a key, index].
     stack: list[list] = []

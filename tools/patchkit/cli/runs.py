@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 from .. import lock
 from ..text.table import as_json
 from ..text.voice import Voice
-from ..text.words import shell_word
 from .table import voice
 
 if TYPE_CHECKING:
@@ -250,10 +249,7 @@ def _demo(root, args):
 def demo_said(said: Voice, step) -> str:
     """A step of the demo (or one it suggests next) as the user runs it by hand: in their
     vocabulary, on the project whose patch sets it used."""
-    line = _on_root(said, step.root).command_line(step.command, step.settings)
-    if step.root and line.startswith("make "):  # make has no variable for the project: its environment does
-        line = f"PATCHKIT_ROOT={shell_word(step.root)} {line}"
-    return line
+    return _on_root(said, step.root).command_line(step.command, step.settings)
 
 
 def _on_root(said: Voice, root: str) -> Voice:

@@ -53,11 +53,14 @@ class Repo(RefsMixin, ObjectsMixin, TransferMixin, HistoryMixin, ChangesMixin):
             raise NotFound(f"{p} is not a git checkout")
         if res.returncode != 0:  # git itself died (a broken config, ...): its words, exit 3
             raise GitError(list(res.cmd), res.returncode, res.text, res.stderr, str(p))
-        top, _, common = res.text.partition("\n")
-        if Path(top).resolve() != p.resolve():
+        # Two paths, a line each, and a path may hold a newline: the top is p's own when the
+        # answer starts with it; the rest, but git's last newline, is the common directory.
+        real = str(p.resolve())
+        if not res.text.startswith(real + "\n"):
+            top = res.text.partition("\n")[0]
             raise NotFound(f"{p} is inside the checkout {top}; give its top directory")
         repo = Repo(p)
-        repo._paths[_COMMON] = repo._under(common.strip())
+        repo._paths[_COMMON] = repo._under(res.text[len(real) + 1:].removesuffix("\n"))
         return repo
 
     # -- the two ways in: GitPython's repository (objects) and its command runner ----------

@@ -48,8 +48,10 @@ class Voice:
         values = {k: merged[k] for k in [*accepted, *merged] if k in merged}
         spelled = {k: self._spelling(k, command) for k in values}
         if self.via_make and all(make for _flag, make in spelled.values()):
+            # make has no variable for another project (--root): its environment does
+            root = [f"PATCHKIT_ROOT={shell_word(self.prefix[1])}"] if self.prefix[:1] == ("--root",) else []
             # a switch is VAR=1; one that turns something off (--no-fetch) is VAR=0 (FETCH=0)
-            return " ".join(["make", command] + [
+            return " ".join([*root, "make", command] + [
                 f"{spelled[k][1]}={shell_word(('0' if spelled[k][0].startswith('--no-') else '1') if v is True else str(v))}"
                 for k, v in values.items()])
         words = ["patchkit", *map(shell_word, self.prefix), command]
