@@ -129,8 +129,13 @@ def _clone(ps: PatchSet, src: Path, url: str | None, hold: contextlib.ExitStack 
             # folder that was already there left it behind): see lock.hold for who waited on it.
             _drop_clone_lock(src)
     landed = Repo(src)
-    local, sha = resolve_target_ref(landed, ps.upstream.ref)
-    fresh.record(landed, local, fresh.CLONED, sha)
+    try:  # a git that fails now fails the clone: it goes again, as one that never landed
+        local, sha = resolve_target_ref(landed, ps.upstream.ref)
+        fresh.record(landed, local, fresh.CLONED, sha)
+    except BaseException:
+        landed.close()
+        shutil.rmtree(src, ignore_errors=True)
+        raise
     return landed, True
 
 
