@@ -289,5 +289,5 @@ def test_make_backport_of_a_cpp_change_ends_saying_the_set_needs_a_wheel_build(t
              "TRTLLM=rc25", f"TRTLLM_SRC={checkout}", "PR=19450", "backport", check=False)
     assert res.returncode == 0, res.stderr
     assert res.stdout.splitlines()[-1] == (
-        f"run: make wheel TRTLLM=rc25 TRTLLM_SRC={checkout} (rc25 now needs a wheel build: fix 19450 changes {CPP}, "
+        f"run: PATCHKIT_ROOT={root} make wheel TRTLLM=rc25 TRTLLM_SRC={checkout} (rc25 now needs a wheel build: fix 19450 changes {CPP}, "
         "which is compiled into the wheel; make container builds it when missing)")

@@ -131,7 +131,7 @@ def test_without_a_fence_backport_runs_none_of_the_prs_code_and_says_what_measur
     lines = res.stdout.splitlines()
     assert ("tests of 4242: not run: no sandbox here (bubblewrap cannot make its namespaces here (bwrap: No "
             "permissions to creating new namespace)); make delta measures them") in lines
-    assert lines[-1] == (f"run: make delta TRTLLM=rc25 TRTLLM_SRC={checkout} MODE=source FIXID=4242 (measures its "
+    assert lines[-1] == (f"run: PATCHKIT_ROOT={root} make delta TRTLLM=rc25 TRTLLM_SRC={checkout} MODE=source FIXID=4242 (measures its "
                          "tests: without a fence they run with your network and home)")
     # make delta, which the user asks for, runs them unfenced, says so, and grades nothing declared
     code, out = delta(root, checkout, tmp_path, "--fix-id", "4242")
