@@ -108,6 +108,7 @@ def wheel_release(storage, miniature_template, tmp_path_factory):
     if missing:
         pytest.skip(f"needs {', '.join(missing)}")
     work = tmp_path_factory.mktemp("releasewheel")
-    wheel = build_wheel(tree_at(miniature_template, "v1.3.0rc25", work / "tree"), work)
-    with in_store(storage):
-        return make_base("localhost/test-wheelrelease:1.3.0rc25", None, SITE, python=True, wheel=wheel), wheel
+    tree = tree_at(miniature_template, "v1.3.0rc25", work / "tree")
+    wheel = build_wheel(tree, work)
+    with in_store(storage):  # stand-ins for what the tree's tests import and the release has (tqdm, torch)
+        return make_base("localhost/test-wheelrelease:1.3.0rc25", tree, SITE, python=True, wheel=wheel), wheel

@@ -72,6 +72,17 @@ def test_the_image_carries_the_wheels_differing_files_and_says_so(devel_image, w
     before = (root / "build" / "wheel" / "rc25" / "wheel.json").read_bytes()
     assert _container(root, src, base, devel_image) == 0
     assert (root / "build" / "wheel" / "rc25" / "wheel.json").read_bytes() == before
+    capsys.readouterr()
+    # make delta MODE=container (#32 item 3): 19450 carries no test; the unit test of the file it
+    # compiles runs in the devel image's build tree, through its own cmake and ctest
+    assert main(["--root", str(root), "--json", "delta", "--target", "rc25", "--src", str(src), "--mode", "container",
+                 "--base", base, "--builder", "buildah", "--devel", devel_image, "--report", str(tmp_path / "d.json"),
+                 "--wheel-out", str(root / "build" / "wheel"), "--wheel-cache", str(root / "build" / "wheel-cache")]) == 0
+    cpp = json.loads(capsys.readouterr().out)["cpp"]["19450"]
+    assert cpp["targets"] == {"capacitySchedulerTest": {
+        "why": "the unit test of cpp/tensorrt_llm/batch_manager/capacityScheduler.cpp", "files": [],
+        "unpatched": "passed", "patched": "passed"}}
+    assert cpp["where"].startswith(f"{devel_image} ({info['devel_digest'][:19]}), build tree ")
 
 
 def test_a_base_of_another_release_is_refused_naming_both(devel_image, storage, miniature_template, tmp_path, capsys):

@@ -89,7 +89,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
              arg("--report", "REPORT", "where to write the JSON report (default: build/delta/<target>.json)", type=Path),
              arg("--base", "BASE", "container mode: the unpatched image (default: the set's container.base)"),
              arg("--builder", "BUILDER", "container mode: buildah, podman or docker (default: the first that works)"),
-             NO_FETCH),
+             NO_FETCH, WHEEL_BUILD, CUDA_ARCHS, JOBS, DEVEL, WHEEL_OUT, WHEEL_CACHE),
             _delta, delta_text.delta_result,
             "make delta TRTLLM=main REPORT=/tmp/main-delta.json\n"
             "patchkit delta --target main --src build/trtllm-main --report /tmp/main-delta.json",

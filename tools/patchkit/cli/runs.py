@@ -71,7 +71,8 @@ def _delta(root, args):
     repo, _ = obtain(ps, _src(root, ps, args), args.url)
     report = args.report or root / "build" / "delta" / f"{ps.target}.json"
     return delta_cmd.delta(ps, repo=repo, mode=args.mode or delta_cmd.default_mode(), report=report.resolve(),
-                           base_image=args.base, builder_name=args.builder, fix_id=args.fix_id, fetch=not args.no_fetch)
+                           base_image=args.base, builder_name=args.builder, fix_id=args.fix_id, fetch=not args.no_fetch,
+                           wheel=_wheel_settings(root, args, args.wheel_out, args.wheel_cache))
 
 
 def _lint(root, args):

@@ -102,7 +102,8 @@ def make_base(name: str, package_tree: Path | None, site_packages: str, *, packa
               with_shell: bool = True, wheel: Path | None = None) -> str:
     """Commit an image `name` whose site_packages holds package_tree/package (files in replace
     overridden), or the wheel installed there by pip (as upstream's release image has it: its
-    .dist-info, RECORD and all; pip itself and ldconfig come along, for pip show and pip check)."""
+    .dist-info, RECORD and all; pip itself and ldconfig come along, for pip show and pip check;
+    package_tree, when given with a wheel, is the tree whose imports the stand-ins serve)."""
     ctr = proc.run(["buildah", "from", "scratch"]).stdout.strip()
     try:
         mnt = Path(proc.run(["buildah", "mount", ctr]).stdout.strip())
@@ -121,7 +122,7 @@ def make_base(name: str, package_tree: Path | None, site_packages: str, *, packa
         if wheel is not None:
             proc.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--no-compile",
                       "--disable-pip-version-check", "--target", str(site), str(wheel)])
-            package_tree = site
+            package_tree = package_tree or site
             (mnt / "sbin").mkdir(exist_ok=True)
             shutil.copy2(LDCONFIG, mnt / "sbin" / "ldconfig")  # static: it runs in an image without a libc
             (mnt / "etc" / "ld.so.conf.d").mkdir(parents=True, exist_ok=True)

@@ -17,7 +17,8 @@ from ..errors import BadInput, Hint
 from ..git import Repo, Sha
 from ..model import Fix, PatchSet
 from ..upstream import refuse_symlinked_paths
-from . import MODES, images as container_images, measure, result as R, upstreamfix
+from ..wheel.command import Settings as WheelSettings
+from . import MODES, cppunit, images as container_images, measure, result as R, upstreamfix
 from .result import DeltaResult, FixDelta
 from .run import ContainerRunner, Runner, SourceRunner
 
@@ -31,10 +32,12 @@ def default_mode() -> str:
 
 def delta(ps: PatchSet, *, repo: Repo, mode: str, report: Path, runner: Runner | None = None,
           images: tuple[str, str] | None = None, base_image: str | None = None,
-          builder_name: str | None = None, fix_id: str | None = None, fetch: bool = True) -> DeltaResult:
+          builder_name: str | None = None, fix_id: str | None = None, fetch: bool = True,
+          wheel: WheelSettings | None = None) -> DeltaResult:
     """Build the trees in scratch space, run each fix's tests without it and with the stack,
     classify, grade, write the report. fix_id: that fix only (default: every fix). The set's
-    ref is fetched first (fresh.view), unless fetch is False."""
+    ref is fetched first (fresh.view), unless fetch is False. Container mode with wheel (make
+    wheel's settings): a compiled fix's C++ unit tests run in the set's build tree (cppunit.py)."""
     if mode not in MODES:
         raise BadInput(f"must be one of {', '.join(MODES)}, not {mode!r}", setting="mode")
     chosen = [stack.find(ps, fix_id)] if fix_id is not None else list(ps.fixes)
@@ -47,7 +50,8 @@ def delta(ps: PatchSet, *, repo: Repo, mode: str, report: Path, runner: Runner |
     used: dict[str, dict] = {}
     builder = ""
     if mode == "container" and images is None:  # the images make container built from BASE with BUILDER
-        found = container_images.resolve(ps, commit=base, base=base_image, builder_name=builder_name)
+        found = container_images.resolve(ps, commit=base, base=base_image, builder_name=builder_name,
+                                         archs=(wheel.archs if wheel else None) or ps.container.cuda_archs)
         runner = runner or ContainerRunner(found.builder)
         images, builder = (found.unpatched.name, found.patched.name), found.builder.name
         # The report names each image; its environment is the image's business, not the report's.
@@ -63,12 +67,16 @@ def delta(ps: PatchSet, *, repo: Repo, mode: str, report: Path, runner: Runner |
     not_graded = {f.id: "declares no tests" for f in chosen if not f.tests.all}
     if grade:
         sections.update(_measure(eff, repo, base, ref, mode, grade, runner, images, report, not_graded))
+    cpp: dict[str, dict] = {}
+    if mode == "container" and wheel is not None:
+        gone = {g.id for g, _s in fixed}
+        cpp = cppunit.run_all(eff, repo, base, [f for f in chosen if f.id not in gone], wheel)
     order = [f.id for f in ps.fixes]
     result = DeltaResult(ps.target, mode, ref, base, sorted(sections.values(), key=lambda s: order.index(s.id)),
                          str(report), builder if grade else "", used or ({"unpatched": {"name": images[0]}, "patched": {"name": images[1]}}
                                                        if images and grade else {}),
                          not_graded, len(ps.fixes), getattr(runner, "said", "") if sections else "",
-                         view=seen)
+                         view=seen, cpp=cpp)
     atomic.write_text(report, result.as_json())
     return result
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..container.build import image_name
+from ..container.build import image_name, needs_wheel
 from ..container.builders import Builder, Image, pick
 from ..errors import Conflict, Hint, NotFound
 from ..model import PatchSet
 
 # label -> what it is called in the one-line refusal
 CHECKED = {"io.patchkit.upstream.commit": "upstream commit", "io.patchkit.patchset.sha256": "patch set",
-           "org.opencontainers.image.base.digest": "base digest"}
+           "org.opencontainers.image.base.digest": "base digest", "io.patchkit.wheel.archs": "CUDA_ARCHS"}
 
 
 @dataclass(frozen=True)
@@ -26,8 +26,10 @@ class Images:
     patched: Image
 
 
-def resolve(ps: PatchSet, *, commit: str, base: str | None = None, builder_name: str | None = None) -> Images:
-    """The base image and the patched image for this set and commit, or one line saying why not."""
+def resolve(ps: PatchSet, *, commit: str, base: str | None = None, builder_name: str | None = None,
+            archs: str | None = None) -> Images:
+    """The base image and the patched image for this set and commit, or one line saying why not.
+    A stack that needs a wheel build: the image's wheel was built for archs (CUDA_ARCHS)."""
     base = base or ps.container.base
     builder = pick(builder_name)
     hint = Hint.run("container")  # with the user's own target, checkout, base and builder
@@ -41,6 +43,8 @@ def resolve(ps: PatchSet, *, commit: str, base: str | None = None, builder_name:
         raise NotFound(f"no patched image {name} in {builder.name}'s store", hint=hint)
     want = {"io.patchkit.upstream.commit": commit, "io.patchkit.patchset.sha256": ps.content_hash,
             "org.opencontainers.image.base.digest": found.digest}
+    if archs and needs_wheel(ps):
+        want["io.patchkit.wheel.archs"] = archs
     stale = [f"{CHECKED[k]} {_short(patched.labels.get(k))} (now {_short(v)})" for k, v in want.items()
              if patched.labels.get(k) != v]
     if stale:

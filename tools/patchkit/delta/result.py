@@ -82,6 +82,13 @@ def fixed_upstream(fix: Fix, mode: str, found: dict, run: TreeRun) -> FixDelta:
                     (fix.expected or {}).get(mode, {}), False, [], True, [], {}, found)
 
 
+def cpp_failed(entry: dict | None) -> bool:
+    """Whether a fix's C++ unit tests (delta/cppunit.py) fail with the whole stack: a target
+    that ran and did not pass, or did not build (one the tree cannot run is not run, not failed)."""
+    outcomes = [v.get("patched", "passed") for v in (entry or {}).get("targets", {}).values()]
+    return any(o != "passed" and not o.startswith("not run") for o in outcomes)
+
+
 @dataclass
 class DeltaResult:
     """The report: the target's fields, the overall verdict, and a section per graded fix."""
@@ -98,13 +105,15 @@ class DeltaResult:
     stack: int = 1  # how many fixes the target's stack carries (the text names each when several)
     tests_ran: str = ""  # where the tests ran: here, fenced or not (delta.run.SourceRunner.said); in the images
     view: View | None = None  # fresh.View: the upstream commit judged, and how fresh that view of upstream is
+    # container mode: each compiled fix's C++ unit tests in the set's build tree (cppunit.py), by fix id
+    cpp: dict[str, dict] = field(default_factory=dict)
     schema: int = SCHEMA
     ok: bool = field(init=False)
     valid: bool = field(init=False)
     matches_expected: bool = field(init=False)
 
     def __post_init__(self) -> None:
-        self.ok = all(f.ok for f in self.fixes)
+        self.ok = all(f.ok for f in self.fixes) and not any(cpp_failed(e) for e in self.cpp.values())
         self.valid = all(f.valid for f in self.fixes)
         self.matches_expected = all(f.matches_expected for f in self.fixes)
 

@@ -135,9 +135,8 @@ def build(ps: PatchSet, repo: Repo, settings: Settings, held: contextlib.ExitSta
                              cuda_archs=archs)
     place, image_name, digest = where or _place(settings.where, settings.builder_name,
                                                 settings.devel or ps.container.devel, ps)
-    key = digest.split(":", 1)[-1][:12] if place.image else "host"
-    held.enter_context(lock.hold(cache / "trees" / f".{ps.target}-{key}.lock", f"wheel {ps.target}",
-                                 f"the {ps.target} build tree"))
+    key = tree_key(place, digest)
+    hold_tree(held, cache, ps.target, key, f"wheel {ps.target}")
     tree = trees.open_tree(cache, ps.target, key)
     have = tree.state.get("tools") if place.image else None
     have = have or places.tools(place)
@@ -165,7 +164,7 @@ def build(ps: PatchSet, repo: Repo, settings: Settings, held: contextlib.ExitSta
     watch = output.Watch(roots=tuple(r for r in (place.src, str(tree.src)) if r), tree=tree.src)
     progress.say(f"building in {image_name or 'this machine'} ({place.said}), {chosen.why}")
     trees.begin(tree)
-    with open(tree.root / trees.LOG, "w", encoding="utf-8", errors="replace") as log:
+    with open(tree.root / trees.LOG, "w", encoding="utf-8", errors="replace", buffering=1) as log:  # tail -f follows it
         def feed(line: str) -> None:
             log.write(line if line.endswith("\n") else line + "\n")
             watch.feed(line)
@@ -201,9 +200,43 @@ def _text(data: bytes | None) -> str | None:
     return None if data is None else data.decode("utf-8", "replace")
 
 
-def _place(where: str | None, builder_name: str | None, devel: str, ps: PatchSet):
+def tree_key(place: places.Place, digest: str) -> str:
+    """Which build tree (and compiler cache) a place builds in: one per devel image, by its digest."""
+    return digest.split(":", 1)[-1][:12] if place.image else "host"
+
+
+def hold_tree(held: contextlib.ExitStack, cache: Path, target: str, key: str, command: str) -> None:
+    """The build tree's lock, held until held closes: one build or test run in a tree at a time."""
+    held.enter_context(lock.hold(cache / "trees" / f".{target}-{key}.lock", command, f"the {target} build tree"))
+
+
+@dataclass(frozen=True)
+class Located:
+    """Where the set's build tree is, for a run in it (make delta's C++ unit tests)."""
+
+    place: places.Place
+    key: str
+    said: str  # the devel image and its digest, or this machine
+
+
+def locate(ps: PatchSet, settings: Settings) -> Located | str:
+    """The place and the key of the set's build tree as make wheel would build it with these
+    settings, found without pulling or building anything; else why there is none."""
+    try:
+        found = _place(settings.where, settings.builder_name, settings.devel or ps.container.devel, ps, pull=False)
+    except (BadInput, ToolMissing) as e:
+        return str(e)
+    if isinstance(found, str):
+        return found
+    place, image_name, digest = found
+    return Located(place, tree_key(place, digest),
+                   f"{image_name} ({digest[:19]})" if place.image else "this machine")
+
+
+def _place(where: str | None, builder_name: str | None, devel: str, ps: PatchSet, pull: bool = True):
     """(place, devel image name, its digest): the devel image through the first working builder
-    (WHEEL_BUILD=image, the default where one works), else this machine."""
+    (WHEEL_BUILD=image, the default where one works), else this machine. pull=False: the image
+    as the builder's store has it, or why it is not there (a str)."""
     builder = None
     if where != places.HOST:
         try:
@@ -219,8 +252,13 @@ def _place(where: str | None, builder_name: str | None, devel: str, ps: PatchSet
     if not devel:
         raise BadInput(f"{ps.target} names no devel image: set container.devel in its patchset.yaml, or give one",
                        setting="devel")
-    with progress.step(f"reading (or pulling) the devel image {devel}"):
-        image = base_image(builder, devel)
+    if pull:
+        with progress.step(f"reading (or pulling) the devel image {devel}"):
+            image = base_image(builder, devel)
+    else:
+        image = builder.inspect(devel)
+        if image is None:
+            return f"the devel image {devel} is not in {builder.name}'s store"
     offline, said = True, "no network"
     if builder.name == "buildah":
         why = places.unshare_works()

@@ -95,18 +95,20 @@ def tools(place: Place) -> dict[str, bool]:
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
-def run(place: Place, tree_root: Path, ccache: Path, argv: list[str], on_line: Callable[[str], None]) -> int:
-    """The driver and the build in the place; every line of its output to on_line; its exit code."""
+def run(place: Place, tree_root: Path, ccache: Path, argv: list[str], on_line: Callable[[str], None],
+        program: str = DRIVER) -> int:
+    """The driver and the build in the place (or another program run the same way: its first
+    argument is where ccache's statistics go); every line of its output to on_line; its exit code."""
     src = tree_root / "src"
     if place.image is not None:
         mounts = [Mount(src, IMAGE_SRC, read_only=False), Mount(ccache, IMAGE_CCACHE, read_only=False)]
         env = {"CCACHE_DIR": IMAGE_CCACHE, "CCACHE_BASEDIR": IMAGE_SRC}
-        cmd = ["python3", "-c", DRIVER, f"{IMAGE_SRC}/{STATS}", *argv]
+        cmd = ["python3", "-c", program, f"{IMAGE_SRC}/{STATS}", *argv]
         res = place.builder.run(place.image, cmd, mounts=mounts, workdir=IMAGE_SRC, env=env, on_line=on_line,
                                 offline=place.offline)
         return res.returncode
     python, prefixes = _python()
-    cmd = [python, "-c", DRIVER, str(src / STATS), *argv]
+    cmd = [python, "-c", program, str(src / STATS), *argv]
     env = {"CCACHE_DIR": str(ccache), "CCACHE_BASEDIR": str(src)}
     if place.fence is not None:
         cmd = place.fence.command(cmd, cwd=src, writable=[src, ccache], env=env, readable=[Path(p) for p in prefixes])

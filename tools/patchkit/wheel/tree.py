@@ -57,17 +57,22 @@ def open_tree(cache: Path, target: str, key: str) -> Tree:
     ccache = cache / "ccache" / key
     for d in (root / "src", ccache):
         d.mkdir(parents=True, exist_ok=True)
-    try:
-        state = json.loads((root / "state.json").read_text())
-    except (OSError, ValueError):
-        state = {}
-    tree = Tree(root, ccache, state if isinstance(state, dict) else {})
+    tree = Tree(root, ccache, read_state(root))
     marker = root / MARKER
     if marker.exists():
         removed = _since(tree.src, marker.stat().st_mtime)
         progress.say(f"the last build in {root} was killed: {removed} object(s) it was writing removed")
         marker.unlink()
     return tree
+
+
+def read_state(root: Path) -> dict:
+    """The tree's state.json at root ({} when there is none, or it cannot be read)."""
+    try:
+        state = json.loads((root / "state.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return state if isinstance(state, dict) else {}
 
 
 def _since(folder: Path, start: float) -> int:
