@@ -209,6 +209,23 @@ def test_a_setting_the_user_did_not_give_is_to_be_set_not_chosen_again(via_make,
     assert voice.hint(Hint.choose("fork", also="or once for all: git config --global github.user <you>")) == said
 
 
+@pytest.mark.parametrize("via_make, said", [
+    (True, "run: make container TRTLLM=rc25 TRTLLM_SRC=/src BASE=reg/rel:1"),
+    (False, "run: patchkit container --target rc25 --src /src --base reg/rel:1 --wheel-out /b/wheel --wheel-cache /b/c"),
+])
+def test_a_setting_the_makefile_gives_is_left_to_the_makefile(via_make, said):
+    """make delta MODE=container's stale-image hint read `run: patchkit container ... --wheel-out
+    <BUILD>/wheel` under make (#32 item 7): the Makefile's own --wheel-out, which has no make
+    variable, turned the whole line into flags."""
+    from patchkit.cli import COMMANDS
+    from patchkit.errors import Hint
+    from patchkit.text.voice import Voice
+    options = {c.name: {a.dest: (a.flag, a.make) for a in c.args} for c in COMMANDS.values()}
+    given = {"target": "rc25", "src": "/src", "mode": "container", "base": "reg/rel:1", "wheel_out": "/b/wheel",
+             "wheel_cache": "/b/c"}
+    assert Voice(via_make=via_make, command="delta", given=given, options=options).hint(Hint.run("container")) == said
+
+
 @pytest.mark.parametrize("target, base, said", tiered(
     ("main", None, "make delta TRTLLM=main TRTLLM_SRC={src} MODE=container REPORT={report} "
                    "BASE='<an image built from main>' (main has no release image; make container needs the same BASE)"),

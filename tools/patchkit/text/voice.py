@@ -40,7 +40,11 @@ class Voice:
     def command_line(self, command: str, changes: Sequence[tuple[str, Any]]) -> str:
         """The command with the user's own values and the changes, in their vocabulary."""
         accepted = self.options.get(command, {})
-        merged = {k: v for k, v in self.given.items() if k in accepted and v not in (None, False, [], "")}
+        mine = self.options.get(self.command, {})
+        # Through make, a setting of no make variable was the Makefile's own (--wheel-out
+        # $(BUILD)/wheel): the make line gives it again, and it is no make variable to print.
+        merged = {k: v for k, v in self.given.items() if k in accepted and v not in (None, False, [], "")
+                  and not (self.via_make and mine.get(k, ("", None))[1] is None)}
         # Ask: the user's own value when they gave one, else a place for it
         merged.update({k: (merged.get(k) or f"<{v.what}>") if isinstance(v, Ask) else v for k, v in changes})
         merged = {k: v for k, v in merged.items() if v is not False}  # False: that setting left out
