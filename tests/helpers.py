@@ -110,8 +110,9 @@ def copy_project(dest: Path, *also: str) -> Path:
 
 
 def copy_root(tmp_path: Path) -> Path:
-    """A private copy of the project (and the miniature's scaffolding) in tmp_path/root, for tests that edit it."""
-    return copy_project(tmp_path / "root", "tests/fixtures/miniature")
+    """A private copy of the project (the miniature's scaffolding and the image's templates too)
+    in tmp_path/root, for tests that edit it."""
+    return copy_project(tmp_path / "root", "tests/fixtures/miniature", "overlay")
 
 
 def render_waives(entries) -> str:
