@@ -158,3 +158,16 @@ def test_every_verdict_of_check_agrees_with_its_exit_code(statuses):
     assert (code == 0) == (res.verdict == "applies cleanly")
     assert code == (3 if "conflict" in statuses else 1 if {"3-way", "already upstream"} & set(statuses) else 0)
     assert res.verdict.startswith(check_mod.WORDS[min(statuses, key=check_mod.ORDER.index)])
+
+
+def test_a_git_that_fails_while_checking_is_no_verdict_on_the_patch(checkout, tmp_path):
+    """git apply --cached exits 128 both for a patch it cannot read (the patch's answer) and when
+    git itself fails (fatal:): the second was taken as "does not apply", a verdict about the set
+    from a git that never looked at it. Now: exit 3, git's words."""
+    from robust.faults import Injector
+    inj, log = Injector(tmp_path), tmp_path / "git-calls"
+    argv = ["check", "--target", "rc25", "--src", str(checkout), "--no-fetch"]
+    assert inj.run(argv, log=log).code == 0
+    n = next(int(ln.split()[0]) for ln in log.read_text().splitlines() if " apply --cached " in ln)
+    res = inj.run(argv, n, "fail")
+    assert res.code == 3 and "injected failure" in res.stderr and res.stderr.count("\n") == 1, res.stderr

@@ -8,7 +8,7 @@ from pathlib import Path, PurePosixPath
 from .delta.reportplugin import NOT_RUNNABLE
 from .delta.text import not_run_files
 from .text.table import table
-from .text.words import fold, fold_command, short_ref
+from .text.words import fold, fold_command, shown_ref
 
 
 def demo_full(r) -> str:
@@ -42,7 +42,7 @@ def _demo_said(st) -> str:
     if st.kind == "apply":
         ups = sum(o.status == "already upstream" for o in r.outcomes)
         three = sum(o.status == "3-way" for o in r.outcomes)
-        return (f"{len(r.outcomes) - ups} patch(es) applied on {short_ref(r.base_ref)} {r.base[:12]} -> {r.branch}"
+        return (f"{len(r.outcomes) - ups} patch(es) applied on {shown_ref(r.base_ref)} {r.base[:12]} -> {r.branch}"
                 + (" (partial clone)" if r.cloned else "") + (f", {three} by 3-way merge" if three else "")
                 + (f", {ups} already upstream" if ups else ""))
     if st.kind == "check":
@@ -65,7 +65,7 @@ def _demo_said(st) -> str:
 def _backport_said(r) -> str:
     """make backport's result in a few words: the PR, where it went, what its tests measured."""
     if r.already:
-        return f"{r.fix} is already in {short_ref(r.ref)} {r.already}; nothing written"
+        return f"{r.fix} is already in {shown_ref(r.ref)} {r.already}; nothing written"
     how = {"merged": f"merged upstream as {r.commits[0][:12]}", "open": f"open, {len(r.commits)} commit(s)"}.get(
         r.kind, "a commit")
     tests = "; ".join(f"{PurePosixPath(t).name} " + ("not run here" if e.get("not_run") else

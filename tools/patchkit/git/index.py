@@ -29,7 +29,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 
-from .runner import Result, Sha
+from .runner import GitError, Result, Sha
 
 TREE = b"40000"
 _FULL_ID = re.compile(r"[0-9a-f]{40}")
@@ -104,6 +104,10 @@ class Index:
         args = ["apply", "--cached", "--whitespace=nowarn"] + (["--check"] if check else []) + \
             (["-v"] if verbose else []) + (["--reverse"] if reverse else []) + ["-"]
         res = self._run(*args, input=diff, check=not (check or atomic))
+        if res.returncode not in (0, 1) and "fatal: " in res.stderr:
+            # git itself failed (an index it cannot read or lock, a signal): no verdict on the
+            # patch. A patch git cannot read is an error:, exit 128 too, and is the patch's answer.
+            raise GitError(list(res.cmd), res.returncode, res.text, res.stderr, str(self.repo.path))
         return res.returncode == 0, res.stderr
 
     def read(self, path: str) -> bytes | None:

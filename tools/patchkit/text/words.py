@@ -73,8 +73,9 @@ def shell_word(value: str) -> str:
     return "$'" + "".join(out) + "'"
 
 
-def short_ref(ref: str) -> str:
-    """refs/tags/v1.3.0rc25 -> v1.3.0rc25, refs/remotes/origin/main -> origin/main."""
+def shown_ref(ref: str) -> str:
+    """A ref as a report shows it, the remote's name kept: refs/tags/v1.3.0rc25 -> v1.3.0rc25,
+    refs/remotes/origin/main -> origin/main (git.short_ref gives the name a person types: main)."""
     for prefix in ("refs/tags/", "refs/remotes/", "refs/heads/"):
         if ref.startswith(prefix):
             return ref[len(prefix):]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..text.words import short_ref
+from ..text.words import shown_ref
 
 if TYPE_CHECKING:
     from .report import WaiverReport
@@ -22,7 +22,7 @@ def waiver_edit(n) -> list[str]:
 
 
 def waivers_result(r: WaiverReport) -> str:
-    ref = short_ref(r.ref)
+    ref = shown_ref(r.ref)
     lines = [f"waivers {r.target}: {r.waives_file}"]
     for title, rows in ((f"at {ref} (upstream, without the set)", r.before), ("after the set", r.after)):
         lines.append(f"{title}:")
