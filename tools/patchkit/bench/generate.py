@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import math
 import random
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from .. import miniature, progress
+from .. import miniature, progress, scratch
 from ..git import Identity, Repo, Sha, init
 
 # Where generated directories hang: shared with the miniature's layout, but never one of the
@@ -61,7 +60,7 @@ def generate(root: Path, dest: Path, shape: Shape = Shape()) -> Generated:
     """Write the generated upstream to dest (a new bare repository): branch main, the miniature's tag."""
     t0 = time.perf_counter()
     rng = random.Random(shape.seed)
-    with tempfile.TemporaryDirectory(prefix="patchkit-benchgen-") as tmp:
+    with scratch.folder("benchgen") as tmp:  # held, so a sweep or another run's hygiene check leaves it be
         mini = miniature.build(root, Path(tmp) / "mini")
         layers = [_snapshot(Repo(mini.path), c) for c in mini.commits]
         mini_dirs = {str(PurePosixPath(p).parent) for layer in layers for p in layer}
