@@ -25,6 +25,7 @@ import os
 import tempfile
 import time
 from pathlib import Path
+from stat import S_ISDIR, S_ISLNK
 
 from helpers import ROOT
 
@@ -39,25 +40,36 @@ RUN_ROOT_PREFIX = "patchkit-tests-"  # the run's root (conftest.py): the runs' o
 
 
 def _tree(top: Path) -> dict[str, tuple]:
+    """Every entry under top by its path relative to top: kind and mtime, a file's size too, a
+    link's target (not followed). By os.scandir, one lstat an entry: a user's build/ holds
+    checkouts and make bench's folders, tens of thousands of entries, walked twice a run."""
     out: dict[str, tuple] = {}
-    if not top.exists() and not top.is_symlink():
+    try:
+        st = os.lstat(top)
+    except FileNotFoundError:
         return out
-    st = top.lstat()
     out["."] = ("dir", st.st_mtime_ns)
-    for dirpath, dirnames, filenames in os.walk(top):
-        for name in dirnames + filenames:
-            path = Path(dirpath) / name
-            try:
-                st = path.lstat()
-            except FileNotFoundError:
-                continue
-            rel = path.relative_to(top).as_posix()
-            if path.is_symlink():
-                out[rel] = ("link", os.readlink(path))
-            elif path.is_dir():
-                out[rel] = ("dir", st.st_mtime_ns)
-            else:
-                out[rel] = ("file", st.st_size, st.st_mtime_ns)
+    folders = [("", str(top))]
+    while folders:
+        rel, path = folders.pop()
+        try:
+            entries = os.scandir(path)
+        except OSError:  # gone meanwhile, or unreadable: as os.walk, not an error
+            continue
+        with entries:
+            for entry in entries:
+                name = rel + entry.name
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                    if S_ISLNK(st.st_mode):
+                        out[name] = ("link", os.readlink(entry.path))
+                    elif S_ISDIR(st.st_mode):
+                        out[name] = ("dir", st.st_mtime_ns)
+                        folders.append((name + "/", entry.path))
+                    else:
+                        out[name] = ("file", st.st_size, st.st_mtime_ns)
+                except FileNotFoundError:
+                    continue
     return out
 
 
