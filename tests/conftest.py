@@ -4,6 +4,7 @@ from __future__ import annotations
 import compileall
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -49,6 +50,20 @@ def pytest_configure(config):
         tempfile.tempdir = str(root)
         config.stash[_ROOT] = root
     compileall.compile_dir(ROOT / "tools" / "patchkit", quiet=1)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session):
+    """The test modules' bytecode, as pytest rewrites their asserts: pytest reads what it wrote
+    before, but writes nothing where PYTHONDONTWRITEBYTECODE is set, so each worker rewrote and
+    compiled every test module at every run (1.5 CPU-s a worker). Written while collecting only
+    (pytest writes beside, then renames: two workers may write at once); the tests run as set."""
+    dont = sys.dont_write_bytecode
+    sys.dont_write_bytecode = False
+    try:
+        return (yield)
+    finally:
+        sys.dont_write_bytecode = dont
 
 
 @pytest.fixture(autouse=True)

@@ -236,3 +236,12 @@ def test_the_environment_holds_the_bytecode_of_what_commands_and_pytest_import()
     assert "pygments.lexers.python" in imported  # pytest's terminal writer, at every start
     assert sorted({name.split(".")[0] for name in imported} & set(envs.UNCOMPILED)) == []
     assert [name for name, file in imported.items() if not Path(importlib.util.cache_from_source(file)).exists()] == []
+
+
+def test_the_suite_keeps_its_modules_bytecode_as_pytest_rewrites_them():
+    """#34 item 2: pytest reads the bytecode of a test module it rewrote (its asserts) at an
+    earlier run, but where PYTHONDONTWRITEBYTECODE is set (the shared machine, CI) it wrote none:
+    each worker rewrote and compiled every test module at every run, 1.5 CPU-s of each. The
+    conftest lets pytest write it while collecting: this module's is there."""
+    here = Path(__file__)
+    assert (here.parent / "__pycache__" / f"{here.stem}.{sys.implementation.cache_tag}-pytest-{pytest.__version__}.pyc").is_file()
