@@ -140,9 +140,18 @@ def pytest_sessionfinish(session, exitstatus):
 
 @pytest.fixture(scope="session")
 def miniature_template(tmp_path_factory):
-    """The miniature upstream, built once a session by the real builder."""
+    """The miniature upstream, built once a session by the real builder, then its objects packed
+    and git's sample hooks left out: each test's copy (upstream) creates a file for every one,
+    and a file created costs this machine half a millisecond of CPU (#34 item 2: a copy took
+    0.28 CPU-s with 330 files, 0.10 with 120; git answers the same)."""
     from patchkit import miniature
-    return build_once(tmp_path_factory, "mini", lambda dest: miniature.build(ROOT, dest))
+
+    def build(dest: Path) -> None:
+        miniature.build(ROOT, dest)
+        sh("git", "-C", dest, "repack", "-adq")  # -d: the loose copies go (prune-packed)
+        for sample in (dest / ".git" / "hooks").glob("*.sample"):
+            sample.unlink()
+    return build_once(tmp_path_factory, "mini", build)
 
 
 @pytest.fixture
