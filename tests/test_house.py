@@ -11,6 +11,7 @@ tree, so comments and docstrings do not count) and fail on the line or the impor
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 from helpers import ROOT
@@ -122,6 +123,13 @@ def package_sources() -> dict[str, tuple[str, bool]]:
     return {module_name(p): (p.read_text(), p.name == "__init__.py") for p in sorted(PACKAGE.rglob("*.py"))}
 
 
+@functools.cache
+def package_graph() -> dict[str, set[str]]:
+    """The package's import graph, read once for the three checks of it (each read and parsed
+    every module: 0.5-0.7 CPU-s a test, #34 item 2). Its users only read it."""
+    return import_graph(package_sources())
+
+
 def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
     seen, todo = set(), [start]
     while todo:
@@ -151,7 +159,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_the_model_imports_nothing_from_git():
-    graph = import_graph(package_sources())
+    graph = package_graph()
     model = [f"patchkit.{m}" for m in MODEL]
     assert set(model) <= set(graph), "a model module moved: update MODEL"
     assert {m: sorted(n for n in reachable(graph, m) if n == "patchkit.git" or n.startswith("patchkit.git."))
@@ -159,7 +167,7 @@ def test_the_model_imports_nothing_from_git():
 
 
 def test_no_import_circles():
-    assert [" -> ".join(c) for c in cycles(import_graph(package_sources()))] == []
+    assert [" -> ".join(c) for c in cycles(package_graph())] == []
 
 
 # The CLI's floor: argparse, the user's vocabulary, exit codes; nothing below it imports it.
@@ -188,7 +196,7 @@ def floor_breaches(graph: dict[str, set[str]]) -> list[str]:
 def test_no_command_reaches_up_to_the_cli_and_the_ground_floor_imports_nothing_above_it():
     """#31 item 14: delta/text.py, radar/report.py and backport/command.py imported table/RESULTS
     from render.py, the CLI's floor, and render.py imported check.py."""
-    graph = import_graph(package_sources())
+    graph = package_graph()
     assert {m for m in graph if on_floor(m, GROUND)} >= {"patchkit.errors", "patchkit.text.table",
                                                           "patchkit.text.words", "patchkit.text.voice"}, \
         "a ground-floor module moved: update GROUND"
