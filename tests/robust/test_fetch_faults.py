@@ -18,7 +18,7 @@ import pytest
 from patchkit import patchset
 from patchkit.git import partial_clone
 from helpers import ROOT, sh, state_of
-from robust.faults import Injector
+from robust.faults import Injector, kill_points
 
 MODES = ("fail", "kill-before", "kill-after")
 TRACKING = "refs/remotes/origin/main"
@@ -72,14 +72,15 @@ def sweep(moved, kind: str, points: list[int] | None, tmp: Path) -> tuple[list[s
     argv = lambda work: ["check", "--src", str(work), "--target", "main"]  # noqa: E731
     work = fresh_copy(0)
     log = tmp / f"{kind}.log"
-    clean = inj.run(argv(work), log=log)
+    clean = inj.run(argv(work), mode="clean", log=log)
     assert clean.code == 0 and f"origin/main {new[:12]}, fetched now" in clean.stdout, clean.stdout + clean.stderr
     calls = clean.calls
     said = log.read_text()
     assert (" ls-remote " in said) == (kind == "partial") and " fetch " in said, said
     defects = []
     for mode in MODES:
-        for n in points or range(1, calls + 1):
+        wanted = list(points or range(1, calls + 1))
+        for n in (wanted if mode == "fail" else kill_points(clean, wanted, mode)):
             work = fresh_copy(n)
             before = look(work)
             res = inj.run(argv(work), n, mode)
