@@ -205,3 +205,17 @@ def test_targets_says_what_each_set_carries(capsys):
                 for test, trees in files.items():
                     said = ", ".join(f"{n} {k}" for k, n in trees["unpatched"].items())
                     assert mode in block[1] and f"{test}: {said} -> " in block[1], block
+
+
+def test_version_is_said_before_the_cli_loads_and_as_argparse_says_it(capsys):
+    """#34 item 4: --version took 0.1 s, importing every command's text module to print one
+    line; the entry point now says it first. The line is argparse's own, and nothing more loaded."""
+    import subprocess
+    import sys
+    from patchkit import cli
+    with pytest.raises(SystemExit):
+        cli.main(["--version"])
+    said = capsys.readouterr().out
+    probe = "import sys, patchkit.__main__ as m; c = m.main(['--version']); print(sorted(n for n in sys.modules if n.startswith('patchkit.cli')))"
+    res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert res.stdout == said + "[]\n"
