@@ -4,6 +4,7 @@ inputs (a Makefile of a few lines, the miniature, one pair), never the real sect
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -97,6 +98,21 @@ def test_make_tests_cpu_is_its_childrens_and_their_childrens_from_rusage(tmp_pat
     assert (root / "env.txt").read_text().split()[0] == "from-the-outer-make"  # what the bench kept out
     assert [f.met for f in b.figures()] == [b.wall < 60, b.cpu <= 60]
     assert loop.render(b).startswith("make test: ") and "not timed" in loop.render(b)
+
+
+@pytest.mark.skipif(not (shutil.which("perf") and shutil.which("bwrap")), reason="needs perf and bubblewrap")
+def test_make_tests_cpu_counts_what_runs_in_the_fences_namespace(tmp_path):
+    """#34 item 2: the delta's and a PR's tests run in bubblewrap's fence, a PID namespace of
+    its own whose processes no ancestor outside it waits for: rusage counted none of their CPU
+    (make test: 72 CPU-s by rusage, 98 by perf's task-clock). A grandchild burning in such a
+    namespace is counted now, and the line says how."""
+    root = _project(tmp_path, f"bwrap --dev-bind / / --unshare-pid {sys.executable} burn.py cpu.txt")
+    b = loop.loop_bench(root, tmp_path / "work")
+    assert b.exit == 0, b.said
+    if b.counted_by != measure.BY_TASK_CLOCK:
+        pytest.skip(f"perf cannot count here: {b.counted_by}")
+    assert b.cpu >= float((root / "cpu.txt").read_text()) >= 0.3
+    assert f"s CPU by {measure.BY_TASK_CLOCK} (" in loop.render(b)
 
 
 def test_a_failing_make_test_is_timed_and_said_and_meets_no_goal(tmp_path):

@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-KINDS = ("index", "merge", "export", "archive", "delta", "upstreamfix", "build", "backport", "am", "edit")
+KINDS = ("index", "merge", "export", "archive", "delta", "upstreamfix", "build", "backport", "am", "edit", "bench")
 HELD = ".patchkit-held"
 GRACE = 60.0  # seconds: a folder without its lock file yet may be one that is being made
 
