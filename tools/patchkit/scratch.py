@@ -17,7 +17,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-KINDS = ("index", "merge", "export", "archive", "delta", "upstreamfix", "build", "backport", "am", "edit", "bench")
+KINDS = ("index", "merge", "export", "archive", "delta", "upstreamfix", "build", "backport", "am", "edit", "bench",
+         "benchgen")
 HELD = ".patchkit-held"
 GRACE = 60.0  # seconds: a folder without its lock file yet may be one that is being made
 
