@@ -4,12 +4,12 @@ from __future__ import annotations
 import re
 
 from ..errors import BadInput
-from ..model import PatchSet
+from ..model import Fix, PatchSet
 
 TITLE_RULE = re.compile(r"^(\[(None|[A-Z0-9]+-[0-9]+|#[0-9]+|https:\/\/nvbugs\/[0-9]+)\]) *(\[[a-z0-9]+\]) (([^ ].*)?[^ ])$")
 
 
-def ticket(ps: PatchSet) -> str:
+def ticket(ps: PatchSet | Fix) -> str:
     """The title's ticket for the set's bug: '#19514' for a GitHub issue URL, an NVBugs URL
     or a JIRA key (ABC-123) as is, else 'None'. The one home of this rule: the waiver
     commit's subject uses it too."""

@@ -50,7 +50,8 @@ def narrowing_of(repo: Repo, rev: str, intent: WaiverIntent, waives: str | None,
 
 
 def commit_message(ps: PatchSet, n: Narrowing) -> str:
-    tag = ticket(ps)
+    owner = _owner(ps)
+    tag = ticket(owner) if owner is not None else "None"
     tests = ", ".join(posixpath.basename(t) for t in ps.waivers.must_run)
     lines = [f"[{tag}][test] Narrow the waiver that skipped {tests}", "",
              ps.waivers.reason, "",
@@ -58,6 +59,20 @@ def commit_message(ps: PatchSet, n: Narrowing) -> str:
              "the ones above, is still waived, with the same reason.", "", "Removed:"]
     lines += [f"    {t}" for t in n.removed] + ["", f"Added {len(n.added)} line(s)."]
     return "\n".join(lines) + "\n"
+
+
+def _owner(ps: PatchSet):
+    """The fix the waiver edit is made for: the first own fix whose tests CI must run (a stack
+    of several own fixes has no one bug: make new-fix's second fix made apply exit 70), else
+    the set's one fix; None when neither names one."""
+    must = set(ps.waivers.must_run)
+    owners = [f for f in ps.fixes if f.ours and must & set(f.tests.all)]
+    if owners:
+        return owners[0]
+    try:
+        return ps.primary
+    except ValueError:
+        return None
 
 
 def apply_to(tb, ps: PatchSet, author: Identity | None = None) -> Narrowing | None:
