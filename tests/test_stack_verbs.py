@@ -98,6 +98,51 @@ def test_a_commit_on_the_branch_becomes_a_fix_of_ours_and_export_is_a_no_op_afte
     assert again.up_to_date, (again.changed, again.removed)
 
 
+def test_after_new_fix_apply_rebuilds_and_unapply_drops_the_branch_it_wrote_into_the_set(stacked):
+    """An attack of #33 item 1: after make new-fix wrote the user's commit into the set (export a
+    no-op), make apply and make unapply refused it as "1 commit(s) made after apply" and told the
+    user to rename the branch: nothing of the user's was at stake, the set holds the commit."""
+    root, src = stacked
+    commit_a_fix(src)
+    assert make(root, "make", "new-fix", "TRTLLM=rc25", f"TRTLLM_SRC={src}", "FIXID=20001", "FETCH=0").returncode == 0
+    res = make(root, "make", "apply", "TRTLLM=rc25", f"TRTLLM_SRC={src}", "FETCH=0")
+    assert res.returncode == 0, res.stderr
+    assert "made after apply" not in res.stderr
+    applied = Repo(src)
+    assert applied.symbolic_head() == "refs/heads/overlay/rc25"
+    assert "20001" in applied.commit_info(applied.commits("v1.3.0rc25..overlay/rc25")[-2]).subject  # the new fix, then the waiver commit
+    assert export_mod.export(patchset.load(root, "rc25"), applied, "overlay/rc25", check_only=True).up_to_date
+    res = make(root, "make", "unapply", "TRTLLM=rc25", f"TRTLLM_SRC={src}")
+    assert res.returncode == 0, res.stderr
+    assert applied.rev_parse("refs/heads/overlay/rc25") is None
+
+
+def test_a_set_with_two_fixes_of_ours_applies_on_a_fresh_checkout(stacked, upstream, tmp_path):
+    """An attack of #33 item 1: once make new-fix made 20001 a second fix of ours, make apply on
+    any other checkout was exit 70 (the waiver commit's subject asked the set for its one bug:
+    "rc25 carries 2 fixes; name one"). The waiver edit is the commit of the fix whose test CI
+    must run: 19514's."""
+    root, src = stacked
+    commit_a_fix(src)
+    assert make(root, "make", "new-fix", "TRTLLM=rc25", f"TRTLLM_SRC={src}", "FIXID=20001", "FETCH=0").returncode == 0
+    fresh = tmp_path / "fresh"
+    sh("git", "clone", "-q", upstream.as_uri(), fresh)
+    res = make(root, "make", "apply", "TRTLLM=rc25", f"TRTLLM_SRC={fresh}")
+    assert res.returncode == 0, res.stderr
+    repo = Repo(fresh)
+    assert repo.commit_info("overlay/rc25").subject.startswith("[#19514][test] Narrow the waiver that skipped")
+
+
+def test_a_commit_in_no_fix_still_stops_apply_and_unapply(stacked):
+    """The other side of the above: a commit on top that the set does not hold is the user's, kept."""
+    root, src = stacked
+    sha = commit_a_fix(src)
+    for verb in ("apply", "unapply"):
+        res = make(root, "make", verb, "TRTLLM=rc25", f"TRTLLM_SRC={src}", *(["FETCH=0"] if verb == "apply" else []))
+        assert res.returncode == 2 and f"1 commit(s) made after apply on top of the series (the last: {sha[:12]}" in res.stderr
+        assert Repo(src).rev_parse("refs/heads/overlay/rc25") == sha
+
+
 @pytest.mark.slow  # make test keeps the acceptance above; this runs the delta and the PR it points to
 def test_the_new_fix_has_its_own_delta_and_pr(stacked, tmp_path):
     root, src = stacked

@@ -239,6 +239,8 @@ def _already(ps: PatchSet, repo: Repo, st: dict | None, existing: Sha, base: Sha
     if st["phase"] == RESOLVING and kind == ON_TOP:
         refuse_unexported(ps, repo, st, existing, "apply")
         return False
+    if kind == ON_TOP and _exported(ps, repo, st["branch"]):
+        return False  # the commits made since (make new-fix's) are in patches/<set>: nothing of the user's is lost
     if kind not in (SAME, SIGNED):
         raise applied.changed_since(repo, st, existing, kind)
     if st["phase"] != APPLIED or st["base"] != base or st["set_hash"] != ps.content_hash:
@@ -257,12 +259,7 @@ def refuse_unexported(ps: PatchSet, repo: Repo, st: dict, tip: Sha, doing: str) 
     """The git am session THREEWAY=keep left was finished: its commits are on the branch. They
     may go (apply rebuilds the branch, unapply drops it) once make export has written them
     into patches/<set>; Conflict until then."""
-    from .pr import export as export_mod  # export's own comparison, as make check-export makes it
-    try:
-        exported = export_mod.export(ps, repo, st["branch"], check_only=True).up_to_date
-    except UserError:
-        exported = False
-    if exported:
+    if _exported(ps, repo, st["branch"]):
         return
     keep = repo.user_command("branch", "-m", st["branch"], f"{st['branch']}-mine")
     added = repo.commits(f"{st['tip']}..{tip}")
@@ -270,6 +267,15 @@ def refuse_unexported(ps: PatchSet, repo: Repo, st: dict, tip: Sha, doing: str) 
                    f"({len(added)} commit(s) on top of what apply made), and patches/{ps.target} does not have it "
                    f"yet; {doing} would lose it (or keep the branch under another name: {keep})",
                    hint=Hint("export", (("target", ps.target),), "it writes the resolved series into the set"))
+
+
+def _exported(ps: PatchSet, repo: Repo, branch: str) -> bool:
+    """patches/<set> holds the branch as it is: make check-export's own comparison."""
+    from .pr import export as export_mod
+    try:
+        return export_mod.export(ps, repo, branch, check_only=True).up_to_date
+    except UserError:
+        return False
 
 
 def _install(ps: PatchSet, repo: Repo, st: dict | None, result: ApplyResult, tip: Sha,
@@ -416,6 +422,8 @@ def _unapply(ps: PatchSet, repo: Repo, st: dict, notes: list[str]) -> UnapplyRes
         notes.append(f"branch {st['branch']} was already gone")
     elif (kind := applied.since_apply(repo, st, tip)) == ON_TOP and st["phase"] == RESOLVING:
         refuse_unexported(ps, repo, st, tip, "unapply")  # exported: patches/<set> has it, the branch may go
+    elif kind == ON_TOP and _exported(ps, repo, st["branch"]):
+        pass  # the commits made since (make new-fix's) are in patches/<set>: the branch may go
     elif kind not in (SAME, SIGNED):
         raise applied.changed_since(repo, st, tip, kind)
     here = repo.symbolic_head()
