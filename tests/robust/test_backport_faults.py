@@ -39,6 +39,7 @@ def sweep(tmp: Path, upstream: Path, points: int | None):
 
 
 @pytest.mark.slow
+@pytest.mark.sampled
 def test_sampled_faults_leave_patches_and_the_checkout_as_they_were(tmp_path, upstream):
     counts = sweep(tmp_path, upstream, 4)
     assert counts["runs"] + counts[SAME] >= 9 and defects(counts) == 0, dict(counts)

@@ -77,6 +77,7 @@ def test_drop_killed_midway_changes_nothing(tmp_path, stack_template, upstream):
 
 
 @pytest.mark.slow
+@pytest.mark.sampled
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_sampled_faults_leave_patches_and_the_checkout_as_they_were(tmp_path, stack_template, upstream, command):
     sweep = Sweep(tmp_path, stack_template, upstream, "rc26" if command == "new-set" else None)

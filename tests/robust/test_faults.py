@@ -177,7 +177,8 @@ def _restore_patches(root: Path) -> None:
 COMMANDS = ("apply", "clone", "unapply", "pr", "export", "dco")
 
 
-@pytest.mark.slow  # make test-slow (.ci/run); make test keeps one failing git call per command in test_crash.py
+@pytest.mark.slow  # make test keeps one failing git call per command in test_crash.py
+@pytest.mark.sampled
 @pytest.mark.parametrize("name", COMMANDS)
 def test_sampled_faults_leave_the_checkout_as_it_was_or_recoverable(world, tmp_path, name):
     counts = sweep(world, name, 3, tmp_path)

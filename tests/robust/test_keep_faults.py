@@ -105,7 +105,8 @@ def sweep(tmp: Path, upstream: Path, make, points: int | None) -> Counter:
 SCENARIOS = {"keep": keep_template, "rebuild": rebuild_template}
 
 
-@pytest.mark.slow  # make test-slow (.ci/run); make test keeps a failing git am in tests/test_threeway_keep.py
+@pytest.mark.slow  # make test keeps a failing git am in tests/test_threeway_keep.py
+@pytest.mark.sampled
 @pytest.mark.parametrize("name", list(SCENARIOS))
 def test_sampled_faults_leave_the_checkout_as_it_was_or_recoverable(tmp_path, upstream, name):
     counts = sweep(tmp_path, upstream, SCENARIOS[name], 4)

@@ -599,6 +599,7 @@ def wt_world(tmp_path_factory, miniature_template):
 
 
 @pytest.mark.slow  # make test keeps the plain cross-worktree unapply above
+@pytest.mark.sampled
 @pytest.mark.parametrize("name", ["wt-apply", "wt-unapply"])
 def test_sampled_faults_with_a_second_worktree_leave_both_as_they_were_or_recoverable(wt_world, tmp_path, name):
     counts = sweep(wt_world, name, 3, tmp_path, WorktreeScenario)
