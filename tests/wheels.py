@@ -4,6 +4,7 @@ a built wheel: the release image's stand-in installs the tag's."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import zipfile
@@ -23,15 +24,31 @@ def tree_at(miniature: Path, rev: str, dest: Path, *patches: Path) -> Path:
     return dest
 
 
-def build_wheel(tree: Path, work: Path, *flags: str) -> Path:
-    """Its own scripts/build_wheel.py, as upstream's Dockerfile runs it; the wheel it wrote."""
+def build_wheel(tree: Path, work: Path, ccache: Path, *flags: str) -> Path:
+    """Its own scripts/build_wheel.py, as upstream's Dockerfile runs it, in the tree's own build
+    folder (cpp/build) with ccache at ccache (the session's compiler_cache); the wheel it wrote."""
     dist = work / "dist"
-    res = subprocess.run([sys.executable, SCRIPT, "--no-venv", "-j", "2", "-a", "120-real", "--build_dir",
-                          str(work / "cpp-build"), "--dist_dir", str(dist), *flags], cwd=tree, text=True,
-                         capture_output=True)
+    res = subprocess.run([sys.executable, SCRIPT, "--no-venv", "-j", "2", "-a", "120-real", "--use_ccache",
+                          "--dist_dir", str(dist), *flags], cwd=tree, text=True, capture_output=True,
+                         env=ccache_env(ccache, tree))
     assert res.returncode == 0, res.stdout + res.stderr
     [wheel] = dist.glob("*.whl")
     return wheel
+
+
+def ccache_env(ccache: Path, tree: Path) -> dict[str, str]:
+    """The environment of a build of tree with ccache at ccache. Its paths are taken relative to
+    the tree (CCACHE_BASEDIR, as make wheel sets it), so that a translation unit is a hit in any
+    tree, whatever its folder, that holds the same source at the same place."""
+    return {**os.environ, "CCACHE_DIR": str(ccache), "CCACHE_BASEDIR": str(tree)}
+
+
+def wheel_cache(folder: Path, ccache: Path) -> Path:
+    """A folder for make wheel's --cache (make container's and delta's --wheel-cache): its build
+    trees its own, its compiler caches (<cache>/ccache/<devel key>) the session's compiler_cache."""
+    folder.mkdir(parents=True)
+    (folder / "ccache").symlink_to(ccache, target_is_directory=True)
+    return folder
 
 
 # A request of an encoder fed with features (Whisper): no encoder tokens, 1500 positions.

@@ -100,7 +100,7 @@ def devel_image(storage):
 
 
 @pytest.fixture(scope="session")
-def wheel_release(storage, miniature_template, tmp_path_factory):
+def wheel_release(storage, miniature_template, tmp_path_factory, compiler_cache):
     """The stand-in release image (#32 item 5): Python with pytest and pip, and the miniature's
     v1.3.0rc25 wheel, built by its own script on this machine, installed by pip in the sets'
     site_packages (its .dist-info and RECORD as upstream's release has them); and that wheel."""
@@ -109,6 +109,6 @@ def wheel_release(storage, miniature_template, tmp_path_factory):
         pytest.skip(f"needs {', '.join(missing)}")
     work = tmp_path_factory.mktemp("releasewheel")
     tree = tree_at(miniature_template, "v1.3.0rc25", work / "tree")
-    wheel = build_wheel(tree, work)
+    wheel = build_wheel(tree, work, compiler_cache)
     with in_store(storage):  # stand-ins for what the tree's tests import and the release has (tqdm, torch)
         return make_base("localhost/test-wheelrelease:1.3.0rc25", tree, SITE, python=True, wheel=wheel), wheel

@@ -17,7 +17,7 @@ from helpers import copy_project, sh
 from patchkit.cli import main
 from patchkit.container.builders import BUILDERS
 from stacks import stacked
-from wheels import build_wheel, tree_at
+from wheels import build_wheel, tree_at, wheel_cache
 
 pytestmark = [needs_tools, pytest.mark.slow]
 SITE = INSTALLED.lstrip("/")  # the site-packages folder, as a layer's paths name it
@@ -26,9 +26,12 @@ ASK = ("from types import SimpleNamespace as S\nfrom tensorrt_llm._torch.pyexecu
        "print(needed_cross_blocks(S(encoder_unique_tokens=None, encoder_output_len=1500), 32))\n")
 
 
-def _project(tmp_path: Path, miniature: Path) -> Path:
+def _project(tmp_path: Path, miniature: Path, ccache: Path) -> Path:
+    """A copy of the project whose rc25 carries 19450 beneath our fix; its wheel cache's compiler
+    caches are the session's (wheels.wheel_cache)."""
     root = copy_project(tmp_path / "project", "overlay")
     stacked(root, "rc25", miniature, tmp_path, pulls=("19450",))
+    wheel_cache(root / "build" / "wheel-cache", ccache)
     return root
 
 
@@ -39,9 +42,9 @@ def _container(root: Path, src: Path, base: str, devel: str, *more: str) -> int:
 
 
 def test_the_image_carries_the_wheels_differing_files_and_says_so(devel_image, wheel_release, miniature_template,
-                                                                 tmp_path, capsys):
+                                                                 tmp_path, capsys, compiler_cache):
     base, unpatched = wheel_release
-    root, src = _project(tmp_path, miniature_template), tmp_path / "trtllm"
+    root, src = _project(tmp_path, miniature_template, compiler_cache), tmp_path / "trtllm"
     sh("git", "clone", "-q", miniature_template.as_uri(), src)
     assert _container(root, src, base, devel_image) == 0, capsys.readouterr().err
     res = json.loads(capsys.readouterr().out)
@@ -85,12 +88,13 @@ def test_the_image_carries_the_wheels_differing_files_and_says_so(devel_image, w
     assert cpp["where"].startswith(f"{devel_image} ({info['devel_digest'][:19]}), build tree ")
 
 
-def test_a_base_of_another_release_is_refused_naming_both(devel_image, storage, miniature_template, tmp_path, capsys):
+def test_a_base_of_another_release_is_refused_naming_both(devel_image, storage, miniature_template, tmp_path, capsys,
+                                                          compiler_cache):
     from patchkit.container.bases import make_base
-    main_wheel = build_wheel(tree_at(miniature_template, "main", tmp_path / "main"), tmp_path / "mainbuild")
+    main_wheel = build_wheel(tree_at(miniature_template, "main", tmp_path / "main"), tmp_path / "mainbuild", compiler_cache)
     with in_store(storage):
         other = make_base("localhost/test-wheelrelease:1.3.0rc26", None, INSTALLED, python=True, wheel=main_wheel)
-    root, src = _project(tmp_path, miniature_template), tmp_path / "trtllm"
+    root, src = _project(tmp_path, miniature_template, compiler_cache), tmp_path / "trtllm"
     sh("git", "clone", "-q", miniature_template.as_uri(), src)
     assert _container(root, src, other, devel_image, "--wheel-build", "host") == 3
     err = capsys.readouterr().err

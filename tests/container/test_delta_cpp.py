@@ -14,17 +14,19 @@ from helpers import copy_project, sh
 from patchkit.cli import main
 from patchkit.delta.text import cpp_lines
 from stacks import stacked
+from wheels import wheel_cache
 
 pytestmark = [needs_tools, pytest.mark.slow]
 GUARDED = "tests/unittest/_torch/executor/test_reuse_policy.py"
 
 
 def test_the_python_tests_run_in_its_image_and_the_cpp_tests_in_the_build_tree(wheel_release, miniature_template,
-                                                                                 tmp_path, capsys):
+                                                                                 tmp_path, capsys, compiler_cache):
     base, _wheel = wheel_release
     root, src = copy_project(tmp_path / "project", "overlay"), tmp_path / "trtllm"
     stacked(root, "rc25", miniature_template, tmp_path)  # 19302 (C++, Python, tests) under our fix
     sh("git", "clone", "-q", miniature_template.as_uri(), src)
+    wheel_cache(root / "build" / "wheel-cache", compiler_cache)
     common = ["--target", "rc25", "--src", str(src), "--base", base, "--builder", "buildah", "--wheel-build", "host",
               "--wheel-out", str(root / "build" / "wheel"), "--wheel-cache", str(root / "build" / "wheel-cache")]
     assert main(["--root", str(root), "container", *common, "--context", str(root / "ctx")]) == 0, capsys.readouterr().err

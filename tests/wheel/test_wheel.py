@@ -19,7 +19,7 @@ import pytest
 from helpers import ROOT, copy_project, sh
 from patchkit.cli import main
 from stacks import stacked
-from wheels import ask
+from wheels import ask, wheel_cache
 
 CPP = "cpp/tensorrt_llm/batch_manager/capacityScheduler.cpp"
 GUARD = "+    if (crossKvCacheManager->isEnableBlockReuse() && req.getEncoderUniqueTokens().has_value())\n"
@@ -73,8 +73,10 @@ def test_the_wheel_carries_the_guard_and_a_failed_compile_leaves_it_as_it_was(mi
 
 
 @pytest.mark.slow  # a cold build and a second one: make test keeps the case above
-def test_a_one_line_change_recompiles_that_file_alone(miniature_template, tmp_path, capsys):
+def test_a_one_line_change_recompiles_that_file_alone(miniature_template, tmp_path, capsys, compiler_cache):
+    """The build tree's make recompiles what changed (the count is cmake's, ccache or not)."""
     root, src = _project(tmp_path, miniature_template), tmp_path / "trtllm"
+    wheel_cache(root / "build" / "wheel-cache", compiler_cache)
     sh("git", "clone", "-q", miniature_template.as_uri(), src)
     assert _wheel(root, src, "--wheel-build", "host", "--json") == 0
     cold = json.loads(capsys.readouterr().out)
