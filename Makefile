@@ -90,7 +90,7 @@ $(VENV)/.test-installed: $(SETUP) $(HOOKS)
 
 demo: $(SETUP) $(HOOKS) ; $(PATCHKIT) demo --workdir="$$BUILD/demo" $(call given,SIGNOFF,--signoff) ## the main job end to end on the built-in miniature upstream (BUILD, SIGNOFF)
 test: $(TEST_SETUP) ; $(PYTEST) -q -n 2 --dist loadscope $(call given,DURATIONS,--durations) ## the test suite, on two processes (pytest-xdist): one case of each behaviour, under a minute (DURATIONS)
-test-slow: $(TEST_SETUP) ; $(PYTEST) -q -n 2 --dist loadscope -m '(slow and not sampled) or exhaustive' $(call given,DURATIONS,--durations) ## what make test leaves to CI (.ci/run runs it next): the sweeps, the second cases, every fault point (DURATIONS)
+test-slow: $(TEST_SETUP) ; $(PYTEST) -q -n 2 --dist loadscope --no-loadscope-reorder -m '(slow and not sampled) or exhaustive' $(call given,DURATIONS,--durations) ## what make test leaves to CI (.ci/run runs it next): the sweeps, the second cases, every fault point (DURATIONS)
 # MkDocs (pyproject's docs extra), only for make docs.
 $(VENV)/.docs-installed: $(SETUP)
 	$(PYTHON) tools/setup-env.py extra docs $(VENV) && touch $@
