@@ -19,7 +19,7 @@ import pytest
 from patchkit import check as check_mod, patchset
 from patchkit.cli import main
 from patchkit.git import Repo, partial_clone
-from helpers import NEVER_ANSWERS, ROOT, sh, state_of
+from helpers import NEVER_ANSWERS, ROOT, needs_hook_tools, sh, state_of
 
 UTIL = "tensorrt_llm/_torch/pyexecutor/_util.py"
 # A line main's first patch removes: upstream editing it breaks that hunk.
@@ -220,3 +220,42 @@ def test_apply_delta_and_radar_fetch_the_ref_once_and_name_the_commit(upstream, 
             ["fetch", "--no-tags", "--no-write-fetch-head", "--recurse-submodules=no", "origin",
              "+refs/heads/main:refs/remotes/origin/main"]], transfers
     assert f"Upstream: origin/main {new[:12]}, fetched now." in (tmp_path / "radar" / "main.md").read_text()
+
+
+WAIVES = "tests/integration/test_lists/waives.txt"
+WAIVED = "unittest/_torch/executor/test_cross_kv_cache_layout.py SKIP (https://nvbugs/6900001)\n"
+
+
+def test_waivers_sees_an_upstream_waiver_without_a_manual_fetch(upstream, checkout, capsys):
+    """An attack of #33 item 4: upstream waived the set's test on main; make waivers judged the
+    checkout's old origin/main and said "runs (no line waives it)", exit 0, not saying how old
+    its view was. It fetches the set's ref first, as check does, and says which commit it judged;
+    FETCH=0 judges what is there and says so."""
+    (upstream / WAIVES).write_text((upstream / WAIVES).read_text() + WAIVED)
+    sh("git", "-C", upstream, "commit", "-q", "-am", "Waive the cross KV test")
+    new = git(upstream, "rev-parse", "main")
+    old = git(checkout, "rev-parse", "origin/main")
+    code, out, err = run(capsys, "waivers", "--target", "main", "--src", str(checkout), "--no-fetch")
+    assert code == 0 and f"upstream: origin/main {old[:12]}, not fetched (as asked)" in out, out + err
+    code, out, err = run(capsys, "waivers", "--target", "main", "--src", str(checkout))
+    assert code == 0, err
+    assert f"upstream: origin/main {new[:12]}, fetched now, moved from {old[:12]}" in out, out
+    assert f"test_cross_kv_cache_layout.py: waived by line" in out and WAIVED.strip() in out
+
+
+@needs_hook_tools
+def test_lint_judges_upstreams_hooks_as_they_are_now(upstream, checkout, tmp_path, capsys):
+    """An attack of #33 item 4: upstream changed its hooks on main (a rev bumped, a hook's
+    files); make lint judged the checkout's old origin/main, its old hooks, and said nothing of
+    how old its view was. It fetches first and names the commit it judged."""
+    config = upstream / ".pre-commit-config.yaml"
+    hook = "    -   id: codespell\n"
+    assert hook in config.read_text()
+    config.write_text(config.read_text().replace(hook, hook + "        files: ^nothing-upstream-checks$\n", 1))
+    sh("git", "-C", upstream, "commit", "-q", "-am", "Codespell checks nothing")
+    new = git(upstream, "rev-parse", "main")
+    code, out, err = run(capsys, "lint", "--target", "main", "--src", str(checkout), "--report",
+                         str(tmp_path / "lint.json"))
+    assert f"upstream: origin/main {new[:12]}, fetched now" in out, out + err
+    [ran] = [line for line in out.splitlines() if line.startswith("ran: ")]
+    assert "codespell" not in ran and "ruff" in ran, out

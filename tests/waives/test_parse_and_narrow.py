@@ -106,7 +106,8 @@ def test_make_waivers_reports_lines_levels_and_stages(miniature_template, capsys
     line = "unittest/_torch/executor SKIP (https://nvbugs/6800103)"
     assert code == 0
     assert f"{NEW}: waived by line {WAIVES.splitlines().index(line) + 1} at the outer level in l0_cpu: {line}" in out
-    assert out.startswith("waivers rc25: tests/integration/test_lists/waives.txt\nat v1.3.0rc25 (upstream, without the set):\n")
+    assert out.startswith("waivers rc25: tests/integration/test_lists/waives.txt\nupstream: v1.3.0rc25 ")
+    assert "a tag already here: not fetched (tags do not move)\nat v1.3.0rc25 (upstream, without the set):\n" in out
     assert f"after the set:\n  {NEW}: runs (no line waives it)" in out
     # #27 item 4: the edit itself, as -/+ lines numbered as before and after it ('edit: 1 line(s)
     # skipped' said a line changed, not that one became three)

@@ -56,12 +56,14 @@ def _check(root, args):
 
 
 def _waivers(root, args):
+    from .. import fresh
     from ..upstream import base_of, obtain
     from ..waives import report as waiver_report
     ps = _set(root, args)
     repo, _ = obtain(ps, _src(root, ps, args), args.url)
+    seen = fresh.view(repo, ps, fetch=not args.no_fetch, url=args.url)  # upstream's waives.txt as it is now
     ref, _sha = base_of(repo, ps)
-    return waiver_report.report(ps, repo, ref)
+    return dataclasses.replace(waiver_report.report(ps, repo, ref), view=seen)
 
 
 def _delta(root, args):
@@ -76,14 +78,17 @@ def _delta(root, args):
 
 
 def _lint(root, args):
+    from .. import fresh
     from ..lint import command as lint_cmd
     from ..pr import export as export_mod
     from ..upstream import obtain
     ps = _set(root, args)
     repo, _ = obtain(ps, _src(root, ps, args), args.url)
+    seen = fresh.view(repo, ps, fetch=not args.no_fetch, url=args.url)  # upstream's hooks as they are now
     report = (args.report or root / "build" / "lint" / f"{ps.target}.json").resolve()
     cache = args.cache.resolve() if args.cache else lint_cmd.default_cache(root)
     res = lint_cmd.lint(ps, repo=repo, report=report, cache=cache, fix=args.fix)
+    res.view = seen
     if not (args.fix and res.fixed_tip):
         return res
     # FIX: the rewritten series goes back into patches/<target> the way make export writes it,
@@ -95,7 +100,7 @@ def _lint(root, args):
     finally:
         repo.delete_ref(ref, res.fixed_tip)
     again = lint_cmd.lint(_set(root, args), repo=repo, report=report, cache=cache, fix=False)
-    again.fix_requested, again.rewritten = True, exported.changed
+    again.fix_requested, again.rewritten, again.view = True, exported.changed, seen
     return again
 
 

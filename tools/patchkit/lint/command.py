@@ -24,6 +24,7 @@ from pathlib import Path
 
 from .. import atomic, progress, series
 from ..errors import BadInput, ExitCode, Hint, ToolMissing, UserError
+from ..fresh import View
 from ..git import Identity, Repo, Sha, init
 from ..model import PatchSet
 from ..upstream import base_of
@@ -66,6 +67,7 @@ class LintResult:
     seconds: dict[str, float] = field(default_factory=dict)  # hook id -> its run's duration, as pre-commit says
     tool_missing: list[str] = field(default_factory=list)  # not run: their pinned tool could not be fetched here
     error: str = ""  # pre-commit itself could not run the hooks (no hook's verdict is known): its reason
+    view: View | None = None  # fresh.View: the upstream commit judged, and how fresh that view of upstream is
 
     @property
     def checked(self) -> bool:

@@ -6,10 +6,11 @@ from ..text.table import table
 def lint_result(r) -> str:
     """make lint: one line per failing hook (file, hook id, what it wants), then who ran and who did not."""
     head = f"lint {r.target} on {r.upstream_ref} {r.upstream_commit[:12]}: {len(r.paths)} file(s) the series changes"
+    up = [f"upstream: {r.view.said()}"] if getattr(r, "view", None) else []
     if not r.config_found:
-        return "\n".join([head, f"upstream has no .pre-commit-config.yaml at {r.upstream_ref}: no hook ran",
+        return "\n".join([head, *up, f"upstream has no .pre-commit-config.yaml at {r.upstream_ref}: no hook ran",
                           f"verdict: not linted; report: {r.report}"])
-    lines = [head]
+    lines = [head, *up]
     if r.rewritten:
         lines.append("FIX rewrote: " + ", ".join(r.rewritten))
     lines += [table([(f.file, f.hook, f.wants) for f in r.failures])] if r.failures else []

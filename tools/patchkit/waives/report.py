@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..fresh import View
 from ..git import Repo
 from ..model import TEST_DB, WAIVES_FILE, PatchSet
 from .edit import load_stages, narrowing_of, read_waives
@@ -26,6 +27,7 @@ class WaiverReport:
     after: list[TestWaivers]
     narrowing: Narrowing | None
     stack: int = 1  # how many fixes the target's stack carries (the text names each test's when several)
+    view: View | None = None  # fresh.View: the upstream commit judged, and how fresh that view of upstream is
 
 
 def report(ps: PatchSet, repo: Repo, ref: str) -> WaiverReport:

@@ -23,7 +23,7 @@ def waiver_edit(n) -> list[str]:
 
 def waivers_result(r: WaiverReport) -> str:
     ref = shown_ref(r.ref)
-    lines = [f"waivers {r.target}: {r.waives_file}"]
+    lines = [f"waivers {r.target}: {r.waives_file}", *([f"upstream: {r.view.said()}"] if r.view else [])]
     for title, rows in ((f"at {ref} (upstream, without the set)", r.before), ("after the set", r.after)):
         lines.append(f"{title}:")
         for tw in rows:
