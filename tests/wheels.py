@@ -13,6 +13,15 @@ from pathlib import Path
 from helpers import sh
 
 SCRIPT = "scripts/build_wheel.py"
+# Our fix's guard in capacityScheduler.cpp, as its patch adds it.
+GUARD = "+    if (crossKvCacheManager->isEnableBlockReuse() && req.getEncoderUniqueTokens().has_value())\n"
+
+
+def one_line_change(patch_text: str) -> str:
+    """The fix's patch with one line of code changed (the guard asks for tokens, not only their
+    presence): a second make wheel recompiles that file alone."""
+    more = "has_value() && !req.getEncoderUniqueTokens().value()->empty())"
+    return patch_text.replace(GUARD, GUARD.replace("has_value())", more), 1)
 
 
 def tree_at(miniature: Path, rev: str, dest: Path, *patches: Path) -> Path:

@@ -19,10 +19,9 @@ import pytest
 from helpers import ROOT, copy_project, sh
 from patchkit.cli import main
 from stacks import stacked
-from wheels import ask, wheel_cache
+from wheels import GUARD, ask, one_line_change, wheel_cache
 
 CPP = "cpp/tensorrt_llm/batch_manager/capacityScheduler.cpp"
-GUARD = "+    if (crossKvCacheManager->isEnableBlockReuse() && req.getEncoderUniqueTokens().has_value())\n"
 
 
 def _project(tmp_path: Path, miniature: Path) -> Path:
@@ -81,16 +80,11 @@ def test_a_one_line_change_recompiles_that_file_alone(miniature_template, tmp_pa
     assert _wheel(root, src, "--wheel-build", "host", "--json") == 0
     cold = json.loads(capsys.readouterr().out)
     patch = next((root / "patches" / "rc25").glob("0001-18609-*.patch"))
-    patch.write_text(_one_line(patch.read_text()))
+    patch.write_text(one_line_change(patch.read_text()))
     assert _wheel(root, src, "--wheel-build", "host", "--json") == 0
     warm = json.loads(capsys.readouterr().out)
     assert warm["compiled_files"] == ["tensorrt_llm/CMakeFiles/tensorrt_llm.dir/batch_manager/capacityScheduler.cpp.o"]
     assert cold["compiled"] > 5 and warm["sources_written"] == 1 and warm["sha256"] != cold["sha256"]
-
-
-def _one_line(text: str) -> str:
-    """The fix's patch with one line of code changed (the guard asks for tokens, not only their presence)."""
-    return text.replace(GUARD, GUARD.replace("has_value())", "has_value() && !req.getEncoderUniqueTokens().value()->empty())"), 1)
 
 
 def _killed_midway(root: Path, src: Path, tmp_path: Path) -> None:
@@ -133,7 +127,7 @@ def test_a_build_killed_midway_leaves_no_wheel_half_written_and_the_next_run_fin
     before = _files(folder)
     assert ask(next(folder.glob("*.whl")), tmp_path / "site1")["tokens"] == 47  # the guard, compiled
     patch = next((root / "patches" / "rc25").glob("0001-18609-*.patch"))
-    patch.write_text(_one_line(patch.read_text()))
+    patch.write_text(one_line_change(patch.read_text()))
     _killed_midway(root, src, tmp_path)  # a second build, after a one-line change
     assert _files(folder) == before and sorted(p.name for p in wheels.iterdir()) == ["rc25"] and marker.exists()
     assert _wheel(root, src, "--wheel-build", "host", "--json") == 0, capsys.readouterr().err
