@@ -5,6 +5,7 @@ failed compile says the compiler's first error with file:line, exits 3 and leave
 wheel as it was."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -135,3 +136,41 @@ def test_a_build_killed_midway_leaves_no_wheel_half_written_and_the_next_run_fin
     assert second["sha256"] != first["sha256"] and sorted(p.name for p in folder.iterdir()) == [
         next(folder.glob("*.whl")).name, "wheel.json"]
     assert json.loads((folder / "wheel.json").read_text())["sha256"] == second["sha256"]
+
+
+def _session(sid: int) -> list[Path]:
+    """The folders the live processes of a session run in."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if fields[0] != "Z" and int(fields[3]) == sid:
+                found.append(Path(os.readlink(stat.parent / "cwd")))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def test_what_still_runs_of_a_killed_build_is_stopped_by_the_next_run(tmp_path):
+    """#32's fault sweep: make wheel SIGKILLed while its build ran unfenced (where bubblewrap
+    cannot make its namespaces) left the build going on, writing into the tree the next run
+    builds in (10 kill points of 10). The build runs in a session of its own, named in the
+    tree's marker; the next run stops what still runs of it in the tree, and nothing else."""
+    from patchkit.wheel import tree as trees
+    tree = trees.open_tree(tmp_path / "cache", "rc25", "host")
+    trees.begin(tree)
+    away = tmp_path.resolve()  # a process of that session elsewhere: the session id may be another's by now
+    left = subprocess.Popen(["sh", "-c", f"(cd '{away}' && exec sleep 60) & exec sleep 60"], cwd=tree.src,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 10
+        while away not in _session(left.pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        trees.running(tree, left.pid)
+        again = trees.open_tree(tmp_path / "cache", "rc25", "host")
+        assert left.wait(timeout=5) == -signal.SIGKILL and _session(left.pid) == [away]
+        assert not (again.root / trees.MARKER).exists()
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(left.pid, signal.SIGKILL)
+        left.wait()

@@ -5,10 +5,13 @@ import collections
 import contextlib
 import logging
 import os
+import signal
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from .errors import CommandError, ToolMissing
 
@@ -86,31 +89,71 @@ def spawn(cmd: Sequence[str], *, cwd: str | os.PathLike | None = None, env: Mapp
 
 
 def run_lines(cmd: Sequence[str], on_line: Callable[[str], None], *, cwd: str | os.PathLike | None = None,
-              env: Mapping[str, str] | None = None, keep: int = 400) -> Result:
+              env: Mapping[str, str] | None = None, keep: int = 400,
+              started: Callable[[int], None] | None = None) -> Result:
     """Run cmd (never through a shell), its stdout and stderr merged and handed to on_line a line
     at a time as it comes (a build's progress); the last `keep` lines are the Result's stdout.
     Never raises on cmd's exit code. An exception here (Ctrl-C) kills cmd before it goes on: a
-    build left running would go on writing into the tree the next run builds in."""
+    build left running would go on writing into the tree the next run builds in.
+    started: cmd runs in a session of its own, whose id started() is given as it starts, for
+    the caller to keep: a SIGKILL of ours leaves it running, and the next run stops what is
+    left of it by that id (stop_session)."""
     argv = [str(c) for c in cmd]
     log.debug("run (lines): %s (cwd=%s)", " ".join(argv), cwd)
     try:
         p = subprocess.Popen(argv, cwd=None if cwd is None else str(cwd), env=None if env is None else dict(env),
                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                             encoding="utf-8", errors="replace", bufsize=1)
+                             encoding="utf-8", errors="replace", bufsize=1, start_new_session=started is not None)
     except FileNotFoundError as exc:
         raise ToolMissing(f"{argv[0]} is not installed or not on PATH") from exc
     tail: collections.deque[str] = collections.deque(maxlen=keep)
     try:
+        if started is not None:
+            started(p.pid)
         assert p.stdout is not None
         for line in p.stdout:
             tail.append(line)
             on_line(line)
         code = p.wait()
     except BaseException:
+        if started is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGKILL)  # its session's first group: what it started too
         p.kill()
         p.wait()
         raise
     return Result(tuple(argv), code, "".join(tail), "")
+
+
+def stop_session(session: int, within: Path, wait: float = 10.0) -> int:
+    """SIGKILL what still runs of a session run_lines started (its id, as started() was given
+    it) in a folder within `within` (a session's id is its first process's pid, which another
+    may have since: the folder tells them apart); how many were. Waits up to `wait` seconds for
+    them to go. Linux's /proc: elsewhere none is found."""
+    within = within.resolve()
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            state, _ppid, _group, sid = stat.read_text().rsplit(")", 1)[1].split()[:4]
+            where = Path(os.readlink(stat.parent / "cwd"))
+        except (OSError, ValueError, IndexError):
+            continue
+        pid = int(stat.parent.name)
+        if int(sid) == session and state != "Z" and pid != os.getpid() and where.is_relative_to(within):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+                found.append(pid)
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline and any(_alive(pid) for pid in found):
+        time.sleep(0.05)
+    return len(found)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def run_many(cmds: Sequence[tuple[Sequence[str], str | os.PathLike | None]],

@@ -164,7 +164,7 @@ def run_all(ps: PatchSet, repo: Repo, base: Sha, fixes: list[Fix], settings: whe
             with progress.step(f"C++ unit tests {', '.join(names)}: {said}, in {found.said}"):
                 trees.begin(tree)
                 code = places.run(found.place, tree.root, tree.ccache, [build, str(jobs), *names], feed,
-                                  program=PROGRAM)
+                                  program=PROGRAM, started=lambda session: trees.running(tree, session))
                 trees.end(tree)
             return {n: seen.get(n, f"the run ended (exit {code}) before it said") for n in names}
 

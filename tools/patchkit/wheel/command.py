@@ -168,7 +168,8 @@ def build(ps: PatchSet, repo: Repo, settings: Settings, held: contextlib.ExitSta
         def feed(line: str) -> None:
             log.write(line if line.endswith("\n") else line + "\n")
             watch.feed(line)
-        code = places.run(place, tree.root, tree.ccache, [flags.SCRIPT, *plan.argv], feed)
+        code = places.run(place, tree.root, tree.ccache, [flags.SCRIPT, *plan.argv], feed,
+                          started=lambda session: trees.running(tree, session))
     trees.end(tree)
     if code != 0:
         said = watch.first_error or next((ln for ln in reversed(watch.tail) if ln.strip()), f"exit {code}")

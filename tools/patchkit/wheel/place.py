@@ -96,9 +96,10 @@ def tools(place: Place) -> dict[str, bool]:
 
 
 def run(place: Place, tree_root: Path, ccache: Path, argv: list[str], on_line: Callable[[str], None],
-        program: str = DRIVER) -> int:
+        program: str = DRIVER, started: Callable[[int], None] | None = None) -> int:
     """The driver and the build in the place (or another program run the same way: its first
-    argument is where ccache's statistics go); every line of its output to on_line; its exit code."""
+    argument is where ccache's statistics go); every line of its output to on_line; its exit code.
+    started: on this machine the build runs in a session of its own, whose id it is given."""
     src = tree_root / "src"
     if place.image is not None:
         mounts = [Mount(src, IMAGE_SRC, read_only=False), Mount(ccache, IMAGE_CCACHE, read_only=False)]
@@ -112,8 +113,8 @@ def run(place: Place, tree_root: Path, ccache: Path, argv: list[str], on_line: C
     env = {"CCACHE_DIR": str(ccache), "CCACHE_BASEDIR": str(src)}
     if place.fence is not None:
         cmd = place.fence.command(cmd, cwd=src, writable=[src, ccache], env=env, readable=[Path(p) for p in prefixes])
-        return proc.run_lines(cmd, on_line, cwd=src).returncode
-    return proc.run_lines(cmd, on_line, cwd=src, env={**os.environ, **env}).returncode
+        return proc.run_lines(cmd, on_line, cwd=src, started=started).returncode
+    return proc.run_lines(cmd, on_line, cwd=src, env={**os.environ, **env}, started=started).returncode
 
 
 def _python() -> tuple[str, list[str]]:

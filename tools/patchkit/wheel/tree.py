@@ -4,8 +4,9 @@
         src/          the stack's sources, as the stack's commit has them; the build writes its
                       own outputs inside (cpp/build, build/, tensorrt_llm/libs), as upstream's does
         state.json    which blob each source file holds, and the configuration CMake last had
-        building      there while a build runs (its start); found at the next start, it means
-                      that build was killed
+        building      there while a build runs (its start, and the session it runs in); found
+                      at the next start, it means that build was killed: what still runs of
+                      it is stopped
         build.log     the last build's whole output
     <cache>/ccache/<devel key>/   the compiler cache of that devel image (shared by every set)
 
@@ -23,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from .. import atomic, progress
+from .. import atomic, proc, progress
 from ..errors import BadInput
 from ..git import Repo, Sha
 
@@ -60,8 +61,12 @@ def open_tree(cache: Path, target: str, key: str) -> Tree:
     tree = Tree(root, ccache, read_state(root))
     marker = root / MARKER
     if marker.exists():
+        session = next((int(w[1]) for w in map(str.split, marker.read_text().splitlines())
+                        if len(w) == 2 and w[0] == "session" and w[1].isdigit()), None)
+        stopped = proc.stop_session(session, root) if session is not None else 0
         removed = _since(tree.src, marker.stat().st_mtime)
-        progress.say(f"the last build in {root} was killed: {removed} object(s) it was writing removed")
+        still = f"{stopped} process(es) of it still running stopped, " if stopped else ""
+        progress.say(f"the last build in {root} was killed: {still}{removed} object(s) it was writing removed")
         marker.unlink()
     return tree
 
@@ -139,6 +144,14 @@ def begin(tree: Tree) -> None:
     """A build starts: its marker, dated now (objects written from now on are this build's)."""
     marker = tree.root / MARKER
     marker.write_text(f"{os.getpid()} {time.time()}\n")
+
+
+def running(tree: Tree, session: int) -> None:
+    """The build's session, added to its marker: killed with us (SIGKILL: we cannot stop it),
+    an unfenced build goes on writing into the tree, and the next run stops it by this first."""
+    marker = tree.root / MARKER
+    with open(marker, "a", encoding="utf-8") as fh:
+        fh.write(f"session {session}\n")
 
 
 def end(tree: Tree) -> None:
