@@ -227,3 +227,29 @@ def test_bad_requests_change_nothing(stacked, argv, code, said, capsys):
     err = capsys.readouterr().err
     assert got == code and said in err and err.count("\n") == 1, err
     assert (files(root), state_of(src)) == (before, checkout)
+
+
+def test_a_second_new_fix_that_waited_for_the_first_is_refused_as_a_set_that_moved(stacked, monkeypatch):
+    """An attack of #33 item 1 (two at once): the second make new-fix, having waited for the
+    checkout's lock while the first wrote fix 20001, read patchset.yaml as the first left it but
+    the stack as it began, and was refused with a wrong reason ("... is in the series of fixes
+    20001 and 20002", exit 2). The set is read as the run began: it moved, so nothing is
+    written and the reason says so."""
+    import contextlib
+    from patchkit.edit import newfix
+    from patchkit.errors import Conflict
+    root, src = stacked
+    commit_a_fix(src)
+    real, first = newfix.upstream.held, []
+
+    @contextlib.contextmanager
+    def after_the_first(*args, **kw):
+        if not first:  # the other run held the lock first, and wrote its fix
+            first.append("20001")
+            newfix.new_fix(patchset.load(root, "rc25"), root=root, src=src, fix_id="20001", fetch=False)
+        with real(*args, **kw) as got:
+            yield got
+    monkeypatch.setattr(newfix.upstream, "held", after_the_first)
+    with pytest.raises(Conflict, match=r"^patches/rc25 changed while new-fix rc25 ran; nothing written"):
+        newfix.new_fix(patchset.load(root, "rc25"), root=root, src=src, fix_id="20002", fetch=False)
+    assert [f.id for f in patchset.load(root, "rc25").fixes][-1] == "20001"

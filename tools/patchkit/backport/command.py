@@ -133,7 +133,7 @@ def _backport(ps: PatchSet, repo: Repo, edit: SetEdit, pr: str | None, commit: s
         files = patchfiles.render(repo, [o.commit for o in applied.outcomes], ps.patches, today, work / "stack")
         result.stack = [(f.name, stack.owner(new, o.patch).id, o.status) for f, o in zip(files, applied.outcomes)]
         series_of = {f.id: [n for n, fid, _s in result.stack if fid == f.id] for f in new.fixes}
-        meta = metadata.Meta((ps.root / patchset.METADATA).read_text(), f"patches/{ps.target}/{patchset.METADATA}")
+        meta = metadata.Meta(edit.meta(), f"patches/{ps.target}/{patchset.METADATA}")
         meta.to_stack(ps.fixes[0].id)
         meta.put(_entry(fix, ch))
         for fix_id, names in series_of.items():

@@ -121,7 +121,7 @@ def _new_fix(ps: PatchSet, repo: Repo, edit: SetEdit, fix_id: str, bug: str, tit
         files = patchfiles.render(repo, [o.commit for o in applied.outcomes], ps.patches, day, work / "stack")
         owner = {p.name: f.id for f in new.fixes for p in f.patches}
         result.stack = [(f.name, owner[o.patch.name], o.status) for f, o in zip(files, applied.outcomes)]
-        meta = metadata.Meta((ps.root / patchset.METADATA).read_text(), f"patches/{ps.target}/{patchset.METADATA}")
+        meta = metadata.Meta(edit.meta(), f"patches/{ps.target}/{patchset.METADATA}")
         meta.to_stack(ps.fixes[0].id)
         meta.put({"id": fix_id, "kind": OURS, "title": name, "bug": bug, "series": [],
                   "status": {"forwarded": "no"}, "tests": {"regression": tests, "neighbours": []}})

@@ -100,7 +100,7 @@ def _restack(ps: PatchSet, new: PatchSet, repo: Repo, edit: SetEdit, verb: str, 
         files = patchfiles.render(repo, [o.commit for o in applied.outcomes], ps.patches, day, work / "stack")
         owner = {p.name: f.id for f in new.fixes for p in f.patches}
         result.stack = [(f.name, owner[o.patch.name], o.status) for f, o in zip(files, applied.outcomes)]
-        meta = metadata.Meta((ps.root / patchset.METADATA).read_text(), f"patches/{ps.target}/{patchset.METADATA}")
+        meta = metadata.Meta(edit.meta(), f"patches/{ps.target}/{patchset.METADATA}")
         if verb == "drop":
             meta.remove(fix_id)
         for f in new.fixes:

@@ -48,6 +48,11 @@ class SetEdit:
         self.on_disk = files(self.folder)  # what the run starts from: refused at the end if it moved
         self.waivers = root / "waivers" / f"{target}.yaml"
 
+    def meta(self) -> str:
+        """patchset.yaml as the run found it (a run that waited for another's lock must not mix
+        the set it began with and the one the other left: commit() refuses the latter)."""
+        return self.on_disk[patchset.METADATA].decode("utf-8")
+
     def stage(self, work: Path, patches: Sequence[PatchFile], meta: str, waivers: bytes | None = None) -> PatchSet:
         """The new set in a copy under work (exactly these patch files, this patchset.yaml, the
         set's waiver intent or waivers when given; any other file of the folder kept), loaded."""
