@@ -12,13 +12,15 @@ import pytest
 import walkthrough
 from cstore import needs_tools
 from helpers import ROOT
+from wheels import wheel_cache
 
 pytestmark = [needs_tools, pytest.mark.slow]
 PAGE = ROOT / "docs" / "how-to" / "get-a-cpp-fix-into-an-image.md"
 
 
-def test_the_cpp_how_to_runs_as_written(devel_image, wheel_release, tmp_path):
+def test_the_cpp_how_to_runs_as_written(devel_image, wheel_release, tmp_path, compiler_cache):
     base, _wheel = wheel_release
+    wheel_cache(tmp_path / "build" / "wheel-cache", compiler_cache)  # the run's BUILD is tmp_path/build
     steps = walkthrough.steps(PAGE.read_text())
     assert [s.command.split()[1] for s in steps if s.command.startswith("make ")][-4:] == [
         "backport", "wheel", "container", "delta"]
