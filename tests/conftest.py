@@ -170,10 +170,11 @@ def miniature_template(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def compiler_cache(tmp_path_factory) -> Path:
-    """One ccache for the run's C++ builds of the miniature, shared by the xdist workers (ccache
-    locks its own files): a translation unit one test compiled is a hit in the next test's tree,
-    so each build is still the tree's own script, cmake and g++, and costs what it compiles
-    anew (#34 item 3: the miniature's library is 29 files, 12.4 s cold, 0.9 s from the cache).
+    """The compiler caches of the run's C++ builds of the miniature, laid out as make wheel's
+    <cache>/ccache (one a devel image, host for this machine), shared by the xdist workers
+    (ccache locks its own files): a translation unit one test compiled is a hit in the next
+    test's tree, so each build is still the tree's own script, cmake and g++, and costs what it
+    compiles anew (#34 item 3: the miniature's library is 29 files, 12.4 s cold, 0.9 s from the cache).
     It lies in the controller's base folder, which holds the workers' (removed after a green run)."""
     base = tmp_path_factory.getbasetemp()
     folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "ccache"

@@ -11,6 +11,7 @@ import zipfile
 from pathlib import Path
 
 from helpers import sh
+from patchkit.wheel.place import HOST
 
 SCRIPT = "scripts/build_wheel.py"
 # Our fix's guard in capacityScheduler.cpp, as its patch adds it.
@@ -46,10 +47,11 @@ def build_wheel(tree: Path, work: Path, ccache: Path, *flags: str) -> Path:
 
 
 def ccache_env(ccache: Path, tree: Path) -> dict[str, str]:
-    """The environment of a build of tree with ccache at ccache. Its paths are taken relative to
-    the tree (CCACHE_BASEDIR, as make wheel sets it), so that a translation unit is a hit in any
-    tree, whatever its folder, that holds the same source at the same place."""
-    return {**os.environ, "CCACHE_DIR": str(ccache), "CCACHE_BASEDIR": str(tree)}
+    """The environment of a build of tree on this machine with the session's compiler_cache: the
+    cache in it that make wheel's builds on this machine use (<cache>/ccache/host), and paths
+    taken relative to the tree (CCACHE_BASEDIR, as make wheel sets it), so that a translation
+    unit is a hit in any tree, whatever its folder, that holds the same source at the same place."""
+    return {**os.environ, "CCACHE_DIR": str(ccache / HOST), "CCACHE_BASEDIR": str(tree)}
 
 
 def wheel_cache(folder: Path, ccache: Path) -> Path:
