@@ -253,3 +253,18 @@ def test_a_second_new_fix_that_waited_for_the_first_is_refused_as_a_set_that_mov
     with pytest.raises(Conflict, match=r"^patches/rc25 changed while new-fix rc25 ran; nothing written"):
         newfix.new_fix(patchset.load(root, "rc25"), root=root, src=src, fix_id="20002", fetch=False)
     assert [f.id for f in patchset.load(root, "rc25").fixes][-1] == "20001"
+
+
+def test_every_next_step_new_fix_prints_runs_as_printed(stacked):
+    """An attack of #33 item 8: make new-fix printed `run: make pr ... FIXID=20001`, which exits 1
+    as printed (its checklist's open item, which new-fix itself says to answer first). What it
+    prints to run, runs; make pr is named in the line that says what to answer first."""
+    root, src = stacked
+    commit_a_fix(src)
+    res = make(root, "make", "new-fix", "TRTLLM=rc25", f"TRTLLM_SRC={src}", "FIXID=20001", "FETCH=0")
+    assert res.returncode == 0, res.stderr
+    steps = re.findall(r"^run: (make .*?) \(", res.stdout, re.M)
+    assert steps and "then make pr renders its PR" in res.stdout, res.stdout
+    for step in steps:
+        ran = make(root, step)
+        assert ran.returncode == 0, (step, ran.stdout + ran.stderr)

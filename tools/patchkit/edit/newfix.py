@@ -56,9 +56,9 @@ class NewFixResult:
 
     @property
     def hints(self) -> list[Hint]:
-        """Its own delta, then its PR."""
-        return [Hint("delta", (("fix_id", self.fix),), "its delta, which make pr reads"),
-                Hint("pr", (("fix_id", self.fix),), "its upstream PR")]
+        """Its own delta. Not yet its PR: make pr refuses (exit 1) until its checklist's open
+        item is answered, which describe() says."""
+        return [Hint("delta", (("fix_id", self.fix),), "its delta, which make pr reads")]
 
 
 def split_commits(given: list[str] | None) -> list[str]:
@@ -181,5 +181,6 @@ def describe(r: NewFixResult) -> str:
     lines.append(text.written_line(r.target, r.written, r.removed, "unchanged"))
     if r.written:  # what make pr will ask that no measurement settles
         lines.append(f"its PR's checklist asks what nothing measures (its documentation, say): answer it under "
-                     f"fixes[{r.fix}].pr in patches/{r.target}/patchset.yaml (docs/patch-sets.md)")
+                     f"fixes[{r.fix}].pr in patches/{r.target}/patchset.yaml (docs/patch-sets.md); then make pr "
+                     f"renders its PR")
     return "\n".join(lines)
