@@ -66,7 +66,9 @@ def test_the_image_carries_the_wheels_differing_files_and_says_so(devel_image, w
     assert res["wheel"]["copied"] == 3 and res["wheel"]["unchanged"] == len(same)
     # in the image: the wheel's library (the guard), pip show and pip check true
     run = lambda *argv: BUILDERS["buildah"].run(res["image"], list(argv), mounts=[], workdir="/", env={})  # noqa: E731
-    assert run("sha256sum", f"/{SITE}/{LIB}").stdout.split()[0] == __import__("hashlib").sha256(lib).hexdigest()
+    summed = run("sha256sum", f"/{SITE}/{LIB}")
+    assert summed.returncode == 0 and summed.stdout.split(), (summed.returncode, summed.stderr)  # the builder's words
+    assert summed.stdout.split()[0] == __import__("hashlib").sha256(lib).hexdigest()
     assert run("python3", "-c", ASK).stdout.strip() == "47"
     show = run("python3", "-m", "pip", "show", "-f", "tensorrt_llm").stdout
     assert "Version: 1.3.0rc25" in show and LIB in show
