@@ -61,6 +61,9 @@ class TransferMixin:
         a partial clone, the commit alone (filter tree:0). None when origin has no such commit
         (or there is no origin).
         """
+        absent = self.__dict__.setdefault("_absent_on_origin", set())
+        if rev in absent:  # asked and refused in this run already (the probes ask once a patch)
+            return None
         have = self.present_commit(rev)
         if have is not None or not self.config_get("remote.origin.url"):
             return have
@@ -71,7 +74,10 @@ class TransferMixin:
         if _FULL_ID.fullmatch(rev):  # an id needs no ref: a run killed after the fetch leaves none
             res = _transfer(self._runner, [*args, "origin", rev], f"fetching {rev} (one commit)", check=False,
                             remote=self._origin())
-            return self.present_commit(rev) if res.returncode == 0 else None
+            if res.returncode != 0:
+                absent.add(rev)
+                return None
+            return self.present_commit(rev)
         # A name is fetched into FETCH_HEAD's place below refs/patchkit/ only for the moment of
         # reading its id: the user's refs are not ours to add to.
         tmp = "refs/patchkit/fetched"
