@@ -118,16 +118,24 @@ def sample(total: int, k: int) -> list[int]:
 SAME = "kill points left out: the files of an earlier one"
 
 
-def kill_points(clean: Run, points: list[int], mode: str) -> list[int]:
+def kill_points(clean: Run, points, mode: str, counts: Counter | None = None) -> list[int]:
     """Of points, those where a kill in mode leaves files no earlier kill instant leaves, by the
     clean run's states. A kill leaves the files as they were at that instant, and all a next run
     or a look sees is the files: two instants with the same files are one case (a kill after a
     call that wrote nothing is the kill before it; one after call n is the one before call n+1
     when the program wrote nothing in between). Instants run before 1, after 1, before 2, ...;
     every point of a call a git made is kept (killed there, that git goes on), and every point
-    of a run that recorded no states. The kill points of both modes are to be the same points."""
-    if not clean.states:
-        return sorted(points)
+    of a run that recorded no states. The kill points of both modes are to be the same points.
+    A failure is a case at every point (mode "fail": all of them). counts: where to tally the
+    points left out (SAME)."""
+    points = list(points)
+    kept = points if mode == "fail" or not clean.states else _distinct(clean, points, mode)
+    if counts is not None:
+        counts[SAME] += len(points) - len(kept)
+    return kept
+
+
+def _distinct(clean: Run, points: list[int], mode: str) -> list[int]:
     seen: set[str] = set()
     first: set[tuple[int, str]] = set()
     for n in sorted(set(points) & set(clean.states)):  # the same points in both kill modes
@@ -151,10 +159,7 @@ def judge(name: str, fresh, run, look, points, modes=("fail", "kill-before", "ki
     reference, total = look(work), clean.calls
     counts: Counter = Counter()
     for mode in modes:
-        wanted = list(points(total))
-        kept = wanted if mode == "fail" else kill_points(clean, wanted, mode)
-        counts[SAME] += len(wanted) - len(kept)
-        for n in kept:
+        for n in kill_points(clean, points(total), mode, counts):
             work = fresh(n)
             before = look(work)
             res = run(work, n, mode)

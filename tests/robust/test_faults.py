@@ -115,10 +115,7 @@ def sweep(world, name: str, points: int | None, tmp: Path, scenario: type[Scenar
     _restore_patches(root)
     counts: Counter = Counter()
     for mode in MODES:
-        wanted = sample(total, points) if points else list(range(1, total + 1))
-        kept = wanted if mode == "fail" else kill_points(clean, wanted, mode)
-        counts[SAME] += len(wanted) - len(kept)
-        for n in kept:
+        for n in kill_points(clean, sample(total, points) if points else range(1, total + 1), mode, counts):
             work = sc.fresh(n)
             before = sc.look(work)
             res = inj.run(sc.argv(work), n, mode, root=root)
@@ -148,7 +145,7 @@ def sweep(world, name: str, points: int | None, tmp: Path, scenario: type[Scenar
             _restore_patches(root)
             shutil.rmtree(work.parent, ignore_errors=True)
     print(f"fault injection, {name}: {total} git calls, {counts['runs']} runs ({counts['killed']} killed), "
-          f"{_defects(counts)} defects: {dict(counts)}")
+          f"{defects(counts)} defects: {dict(counts)}")
     return counts
 
 
@@ -161,10 +158,6 @@ def _same_look(a, b) -> bool:
         if "files" in diff:
             print("    files:", set(a["files"].items()) ^ set(b["files"].items()))
     return same(a, b)
-
-
-def _defects(counts: Counter) -> int:
-    return defects(counts)
 
 
 def _restore_patches(root: Path) -> None:
@@ -182,11 +175,11 @@ COMMANDS = ("apply", "clone", "unapply", "pr", "export", "dco")
 @pytest.mark.parametrize("name", COMMANDS)
 def test_sampled_faults_leave_the_checkout_as_it_was_or_recoverable(world, tmp_path, name):
     counts = sweep(world, name, 3, tmp_path)
-    assert counts["runs"] + counts[SAME] >= 6 and _defects(counts) == 0, dict(counts)
+    assert counts["runs"] + counts[SAME] >= 6 and defects(counts) == 0, dict(counts)
 
 
 @pytest.mark.exhaustive
 @pytest.mark.parametrize("name", COMMANDS)
 def test_every_fault_point(world, tmp_path, name):
     counts = sweep(world, name, None, tmp_path)
-    assert _defects(counts) == 0, dict(counts)
+    assert defects(counts) == 0, dict(counts)

@@ -79,8 +79,7 @@ def sweep(moved, kind: str, points: list[int] | None, tmp: Path) -> tuple[list[s
     assert (" ls-remote " in said) == (kind == "partial") and " fetch " in said, said
     defects = []
     for mode in MODES:
-        wanted = list(points or range(1, calls + 1))
-        for n in (wanted if mode == "fail" else kill_points(clean, wanted, mode)):
+        for n in kill_points(clean, points or range(1, calls + 1), mode):
             work = fresh_copy(n)
             before = look(work)
             res = inj.run(argv(work), n, mode)

@@ -69,10 +69,7 @@ def sweep(tmp: Path, upstream: Path, make, points: int | None) -> Counter:
     reference, total = look(work), clean.calls
     counts: Counter = Counter()
     for mode in MODES:
-        wanted = sample(total, points) if points else list(range(1, total + 1))
-        kept = wanted if mode == "fail" else kill_points(clean, wanted, mode)
-        counts[SAME] += len(wanted) - len(kept)
-        for n in kept:
+        for n in kill_points(clean, sample(total, points) if points else range(1, total + 1), mode, counts):
             work = fresh(n)
             before = look(work)
             res = run(work, n, mode)

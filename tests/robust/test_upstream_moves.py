@@ -24,8 +24,8 @@ from patchkit.git import Repo
 from patchkit.lint import command as lint_cmd
 from patchkit.pr import checklist, dco
 from helpers import HOOK_ENVS_BY_UV, LINT_CACHE, ROOT, WHEELHOUSE, build_once, copy_root, needs_hook_tools, sh, state_of, tiered
-from robust.faults import SAME, Injector
-from robust.test_faults import Scenario, _defects, sweep
+from robust.faults import SAME, Injector, defects
+from robust.test_faults import Scenario, sweep
 
 UTIL = "tensorrt_llm/_torch/pyexecutor/_util.py"
 SIGNOFF = "Jane Developer <jane@example.com>"
@@ -603,14 +603,14 @@ def wt_world(tmp_path_factory, miniature_template):
 @pytest.mark.parametrize("name", ["wt-apply", "wt-unapply"])
 def test_sampled_faults_with_a_second_worktree_leave_both_as_they_were_or_recoverable(wt_world, tmp_path, name):
     counts = sweep(wt_world, name, 3, tmp_path, WorktreeScenario)
-    assert counts["runs"] + counts[SAME] >= 6 and _defects(counts) == 0, dict(counts)
+    assert counts["runs"] + counts[SAME] >= 6 and defects(counts) == 0, dict(counts)
 
 
 @pytest.mark.exhaustive
 @pytest.mark.parametrize("name", ["wt-apply", "wt-unapply"])
 def test_every_fault_point_with_a_second_worktree(wt_world, tmp_path, name):
     counts = sweep(wt_world, name, None, tmp_path, WorktreeScenario)
-    assert _defects(counts) == 0, dict(counts)
+    assert defects(counts) == 0, dict(counts)
 
 
 # -- lint: upstream's pre-commit config moves (#24 items 1 and 2) -------------------------------------
